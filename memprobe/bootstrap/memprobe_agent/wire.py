@@ -1,0 +1,145 @@
+"""Wire messages between the in-target agent and the parent, defined once.
+
+Standard library only: the agent imports this inside the target, the parent
+imports it as ``memprobe.bootstrap.memprobe_agent.wire``.
+
+Transport: one JSON-lines file per process, ``<run_dir>/proc-<pid>.jsonl``,
+flushed line by line. Every line is one JSON object with a ``k`` (kind) field:
+
+- ``header``: first line. pid, ppid, argv, orig_argv, executable, python,
+  cwd, t0 (wall clock, seconds since the epoch), role, rank, local_rank,
+  worker_id, forked_from (pid of the parent when started by fork).
+- ``sample``: cheap signals. t (seconds since the process' t0, monotonic),
+  step (int or null), v: {signal name: number}.
+- ``census``: the expensive snapshot (object census, graphs, containers).
+  t, step, plus the census payload (types, containers, graphs, tracemalloc).
+- ``event``: t, kind, message. Collector switched off, fork, hooks...
+- ``exit``: t, steps, reason ("atexit", "signal").
+
+Signal names are free-form strings; the ones the agent records today are the
+constants below. Analysis accepts any name: a later collector adds a name,
+nothing else changes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+WIRE_VERSION = 1
+
+ENV_CONFIG = "MEMPROBE_CONFIG"  # JSON config; its presence switches the agent on
+ENV_ACTIVE = "MEMPROBE_ACTIVE"  # set by the agent in its own process once started
+
+FILE_PREFIX = "proc-"
+FILE_SUFFIX = ".jsonl"
+
+K_HEADER = "header"
+K_SAMPLE = "sample"
+K_CENSUS = "census"
+K_EVENT = "event"
+K_EXIT = "exit"
+
+# signal names
+RSS = "rss_bytes"
+PY_BLOCKS = "py_alloc_blocks"
+GC_OBJECTS = "gc_tracked_objects"
+
+ROLE_MAIN = "main"
+ROLE_WORKER = "worker"
+ROLE_RANK = "rank"
+ROLE_CHILD = "child"
+
+DEFAULT_CONFIG: Dict[str, Any] = {
+    "run_dir": None,
+    "sample_interval_s": 0.1,  # minimum spacing of cheap samples at step boundaries
+    "idle_interval_s": 0.5,  # background sampling when there are no steps
+    "overhead_budget": 0.03,  # fraction of wall time the expensive collectors may use
+    "census": True,
+    "tracemalloc": "auto",  # "auto" | "always" | "off"
+    "root_pid": None,  # pid of the process memprobe launched
+    "fail_collector": None,  # test-only: name of a collector made to raise
+}
+
+
+def proc_file_name(pid: int) -> str:
+    return f"{FILE_PREFIX}{pid}{FILE_SUFFIX}"
+
+
+def pid_from_file_name(name: str) -> Optional[int]:
+    if not (name.startswith(FILE_PREFIX) and name.endswith(FILE_SUFFIX)):
+        return None
+    middle = name[len(FILE_PREFIX) : -len(FILE_SUFFIX)]
+    return int(middle) if middle.isdigit() else None
+
+
+def encode(message: Dict[str, Any]) -> str:
+    """One line of JSON; non-finite floats become null so every line parses."""
+    return json.dumps(message, separators=(",", ":"), default=str, allow_nan=False) + "\n"
+
+
+def safe_encode(message: Dict[str, Any]) -> str:
+    try:
+        return encode(message)
+    except ValueError:  # NaN or inf somewhere
+        return encode(_scrub(message))
+
+
+def _scrub(value: Any) -> Any:
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _scrub(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_scrub(v) for v in value]
+    return value
+
+
+def decode_lines(data: bytes) -> Tuple[List[Dict[str, Any]], bytes, int]:
+    """Split complete lines out of ``data``.
+
+    Returns (messages, the unfinished tail to keep for next time, number of
+    garbage lines skipped). A line that is not a JSON object is skipped, never
+    raised: a torn write must not lose the rest of the file.
+    """
+    messages: List[Dict[str, Any]] = []
+    bad = 0
+    *complete, tail = data.split(b"\n")
+    for raw in complete:
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            bad += 1
+            continue
+        if isinstance(obj, dict) and isinstance(obj.get("k"), str):
+            messages.append(obj)
+        else:
+            bad += 1
+    return messages, tail, bad
+
+
+def read_file(path: str) -> Tuple[List[Dict[str, Any]], int]:
+    """Every complete message of one process file (a partial last line is dropped)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    messages, tail, bad = decode_lines(data)
+    if tail.strip():
+        # the last line may be complete but unterminated (killed mid-write): try it
+        extra, _, bad_tail = decode_lines(tail + b"\n")
+        messages.extend(extra)
+        bad += bad_tail
+    return messages, bad
+
+
+def iter_proc_files(run_dir: str) -> Iterator[Tuple[int, str]]:
+    try:
+        names = sorted(os.listdir(run_dir))
+    except OSError:
+        return
+    for name in names:
+        pid = pid_from_file_name(name)
+        if pid is not None:
+            yield pid, os.path.join(run_dir, name)
