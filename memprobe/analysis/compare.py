@@ -1,0 +1,407 @@
+"""Compare two run records signal by signal and finding by finding (pure).
+
+``compare(before, after)`` matches processes (role, rank, worker id, then
+order), their signals (by name) and the findings, and gives each a status:
+
+- ``fixed``: a leak before, none after;
+- ``new``: no leak before (or not measured), a leak after;
+- ``persisting``: a leak in both at the same rate (within noise);
+- ``improved`` / ``regressed``: a leak whose rate fell / rose beyond noise;
+- ``same``: no leak in either;
+- ``not_compared``: present in one run only and not a leak there.
+
+A rate change is "beyond noise" only when the two confidence intervals do not
+overlap *and* it exceeds ``CompareOptions.rel_tolerance`` of the larger rate.
+
+Exit codes for CI (``diff_exit_code``): ``EXIT_OK`` (0) no regression,
+``EXIT_REGRESSION`` (3) a new or worse leak, ``EXIT_BAD_INPUT`` (2) a record
+that cannot be read, or two runs with nothing in common to compare.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Set, Tuple
+
+from memprobe.record import Finding, Process, RunRecord, Series
+
+__all__ = [
+    "EXIT_OK",
+    "EXIT_REGRESSION",
+    "EXIT_BAD_INPUT",
+    "STATUSES",
+    "SignalFit",
+    "signal_fits",
+    "CompareOptions",
+    "ProcessMatch",
+    "SignalDiff",
+    "FindingDiff",
+    "RunDiff",
+    "compare",
+    "diff_exit_code",
+]
+
+EXIT_OK = 0
+#: a new leak, or a leak whose rate rose beyond noise and the tolerance
+EXIT_REGRESSION = 3
+#: a record that cannot be read, or two runs with nothing comparable
+EXIT_BAD_INPUT = 2
+
+STATUSES = ("fixed", "persisting", "new", "improved", "regressed", "same", "not_compared")
+FAILING = frozenset({"new", "regressed"})
+
+
+@dataclass(frozen=True)
+class SignalFit:
+    """One signal of one process as the analysis judged it, plus its peak.
+
+    ``ci_low``/``ci_high`` bound the slope on the record's x-axis (``per``);
+    the fitted line is ``intercept + slope * (x - x0)`` from ``warmup_end_x`` on.
+    """
+
+    signal: str
+    unit: str
+    verdict: Optional[str] = None  # None: no analysis in the record
+    slope_per_step: Optional[float] = None
+    slope_per_s: Optional[float] = None
+    ci_low: Optional[float] = None
+    ci_high: Optional[float] = None
+    per: str = "step"
+    confidence: float = 0.0
+    warmup_end_x: Optional[float] = None
+    x0: float = 0.0
+    intercept: Optional[float] = None
+    n: int = 0
+    peak: Optional[float] = None
+    last: Optional[float] = None
+    reason: str = ""
+
+
+def signal_fits(record: RunRecord) -> Dict[int, Dict[str, SignalFit]]:
+    """Per pid and signal: the record's analysis summary (tolerating gaps) and peak."""
+    per = "step" if record.x_axis == "step" else "s"
+    out: Dict[int, Dict[str, SignalFit]] = {}
+    raw_all = record.signals if isinstance(record.signals, dict) else {}
+    for p in record.processes:
+        raw_p = raw_all.get(str(p.pid))
+        raw_p = raw_p if isinstance(raw_p, dict) else {}
+        out[p.pid] = {
+            name: _fit(name, series, raw_p.get(name), per) for name, series in p.series.items()
+        }
+    return out
+
+
+def _unit_of(signal: str) -> str:
+    return "bytes" if signal.endswith("bytes") else "count"
+
+
+def _num(v: object) -> Optional[float]:
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+        return float(v)
+    return None
+
+
+def _fit(name: str, series: Series, raw: object, per: str) -> SignalFit:
+    values = [v for v in (_num(x) for x in series.value) if v is not None]
+    d = raw if isinstance(raw, dict) else {}
+    verdict = d.get("verdict")
+    unit = d.get("unit")
+    return SignalFit(
+        signal=name,
+        unit=unit if unit in ("bytes", "count") else _unit_of(name),
+        verdict=str(verdict) if isinstance(verdict, str) else None,
+        slope_per_step=_num(d.get("slope_per_step")),
+        slope_per_s=_num(d.get("slope_per_s")),
+        ci_low=_num(d.get("ci_low")),
+        ci_high=_num(d.get("ci_high")),
+        per=per,
+        confidence=_num(d.get("confidence")) or 0.0,
+        warmup_end_x=_num(d.get("warmup_end_x")),
+        x0=_num(d.get("x0")) or 0.0,
+        intercept=_num(d.get("intercept")),
+        n=int(_num(d.get("n")) or len(values)),
+        peak=max(values) if values else None,
+        last=values[-1] if values else None,
+        reason=str(d.get("reason") or ""),
+    )
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    #: rate changes smaller than this fraction of the larger rate are "same"
+    rel_tolerance: float = 0.25
+    #: leaks slower than these (per step, or per second on a time axis) do not fail the gate
+    min_rate_bytes: float = 0.0
+    min_rate_count: float = 0.0
+    #: leaks judged with less confidence than this do not fail the gate
+    min_confidence: float = 0.0
+    #: also fail when a leak persists (not only when one is new or worse)
+    fail_on_persisting: bool = False
+
+
+@dataclass(frozen=True)
+class ProcessMatch:
+    label: str
+    before: Optional[Process]
+    after: Optional[Process]
+    how: str  # "role" | "order" | "unmatched"
+
+
+@dataclass(frozen=True)
+class SignalDiff:
+    process: str
+    signal: str
+    unit: str
+    per: str  # "step" | "s": the unit of rate_before / rate_after
+    before: Optional[SignalFit]
+    after: Optional[SignalFit]
+    status: str
+    note: str = ""
+
+    @property
+    def rate_before(self) -> Optional[float]:
+        return _rate(self.before, self.per)
+
+    @property
+    def rate_after(self) -> Optional[float]:
+        return _rate(self.after, self.per)
+
+
+@dataclass(frozen=True)
+class FindingDiff:
+    process: str
+    signal: str
+    kind: str
+    culprit_type: Optional[str]
+    holder: Optional[str]
+    per: str
+    before: Optional[Finding]
+    after: Optional[Finding]
+    status: str
+
+
+@dataclass(frozen=True)
+class RunDiff:
+    before: RunRecord
+    after: RunRecord
+    options: CompareOptions
+    per: str
+    processes: List[ProcessMatch]
+    signals: List[SignalDiff]
+    findings: List[FindingDiff]
+    notes: List[str] = field(default_factory=list)  # what could not be compared, and why
+
+    @property
+    def regressions(self) -> List[SignalDiff]:
+        return [s for s in self.signals if _fails(s, self.options)]
+
+    @property
+    def exit_code(self) -> int:
+        return diff_exit_code(self)
+
+
+def diff_exit_code(diff: RunDiff) -> int:
+    if diff.regressions or any(
+        f.status in FAILING and f.after is not None and f.after.verdict == "leak"
+        and f.after.confidence >= diff.options.min_confidence
+        for f in diff.findings
+    ):
+        return EXIT_REGRESSION
+    if not any(s.before is not None and s.after is not None for s in diff.signals):
+        return EXIT_BAD_INPUT
+    return EXIT_OK
+
+
+def compare(
+    before: RunRecord, after: RunRecord, options: CompareOptions = CompareOptions()
+) -> RunDiff:
+    notes: List[str] = []
+    per = "step" if before.x_axis == after.x_axis == "step" else "s"
+    if per == "s" and before.x_axis != after.x_axis:
+        notes.append(
+            f"x-axes differ ({before.x_axis} vs {after.x_axis}): rates compared per second"
+        )
+    if before.schema != after.schema:
+        notes.append(f"schema versions differ ({before.schema} vs {after.schema})")
+    if before.command != after.command:
+        notes.append("the runs are of different commands; signals matched by name")
+    matches = _match_processes(before.processes, after.processes)
+    for m in matches:
+        if m.before is None or m.after is None:
+            which = "before" if m.after is None else "after"
+            notes.append(f"process {m.label} exists only in the {which} run")
+    fits_b, fits_a = signal_fits(before), signal_fits(after)
+    signals: List[SignalDiff] = []
+    for m in matches:
+        sb = fits_b.get(m.before.pid, {}) if m.before else {}
+        sa = fits_a.get(m.after.pid, {}) if m.after else {}
+        for name in list(sb) + [n for n in sa if n not in sb]:
+            fb, fa = sb.get(name), sa.get(name)
+            status, note = _status(fb, fa, per, options)
+            any_fit = fa or fb
+            unit = any_fit.unit if any_fit is not None else _unit_of(name)
+            signals.append(SignalDiff(m.label, name, unit, per, fb, fa, status, note))
+    missing = sorted({s.signal for s in signals if s.status == "not_compared"})
+    if missing:
+        notes.append("measured in one run only: " + ", ".join(missing))
+    findings = _match_findings(before, after, matches, signals, per, options)
+    return RunDiff(before, after, options, per, matches, signals, findings, notes)
+
+
+def _rate(fit: Optional[SignalFit], per: str) -> Optional[float]:
+    if fit is None:
+        return None
+    return fit.slope_per_step if per == "step" else fit.slope_per_s
+
+
+def _ci(fit: SignalFit, per: str) -> Optional[Tuple[float, float]]:
+    if fit.ci_low is None or fit.ci_high is None:
+        return None
+    if fit.per == per:
+        return fit.ci_low, fit.ci_high
+    # the interval was fitted on the other axis: rescale it by the ratio of the slopes
+    own, other = _rate(fit, fit.per), _rate(fit, per)
+    if own is None or other is None or own == 0:
+        return None
+    k = other / own
+    lo, hi = sorted((fit.ci_low * k, fit.ci_high * k))
+    return lo, hi
+
+
+def _change(b: SignalFit, a: SignalFit, per: str, options: CompareOptions) -> int:
+    """-1 lower, 0 same within noise, +1 higher (after vs before)."""
+    rb, ra = _rate(b, per), _rate(a, per)
+    if rb is None or ra is None or not (math.isfinite(rb) and math.isfinite(ra)):
+        return 0
+    if abs(ra - rb) <= options.rel_tolerance * max(abs(ra), abs(rb)):
+        return 0
+    cb, ca = _ci(b, per), _ci(a, per)
+    if cb is not None and ca is not None and cb[0] <= ca[1] and ca[0] <= cb[1]:
+        return 0  # the intervals overlap: within noise
+    return 1 if ra > rb else -1
+
+
+def _status(
+    b: Optional[SignalFit], a: Optional[SignalFit], per: str, options: CompareOptions
+) -> Tuple[str, str]:
+    leak_b = b is not None and b.verdict == "leak"
+    leak_a = a is not None and a.verdict == "leak"
+    if a is None or b is None:
+        if leak_a:
+            return "new", "not measured in the before run"
+        return "not_compared", "only in the " + ("after" if b is None else "before") + " run"
+    if leak_b and leak_a:
+        return {-1: "improved", 0: "persisting", 1: "regressed"}[_change(b, a, per, options)], ""
+    if leak_b:
+        if a.verdict == "no_leak":
+            return "fixed", ""
+        # inconclusive after: not fixed, perhaps slower
+        lower = _change(b, a, per, options) < 0
+        return ("improved" if lower else "persisting"), "the after run is inconclusive"
+    if leak_a:
+        return "new", ("the before run was inconclusive" if b.verdict == "inconclusive" else "")
+    return "same", ""
+
+
+def _fails(s: SignalDiff, options: CompareOptions) -> bool:
+    failing = FAILING | ({"persisting"} if options.fail_on_persisting else set())
+    if s.status not in failing or s.after is None:
+        return False
+    rate = s.rate_after
+    floor = options.min_rate_bytes if s.unit == "bytes" else options.min_rate_count
+    if rate is not None and abs(rate) < floor:
+        return False
+    return s.after.confidence >= options.min_confidence
+
+
+def _key(p: Process) -> Tuple[str, Optional[int], Optional[int]]:
+    return (p.role, p.rank, p.worker_id)
+
+
+def _match_processes(before: List[Process], after: List[Process]) -> List[ProcessMatch]:
+    used_a: Set[int] = set()
+    pairs: List[Tuple[Process, Optional[Process], str]] = []
+    for pb in before:  # same role/rank/worker id, in order of appearance
+        for i, pa in enumerate(after):
+            if i not in used_a and _key(pa) == _key(pb):
+                used_a.add(i)
+                pairs.append((pb, pa, "role"))
+                break
+        else:
+            pairs.append((pb, None, "unmatched"))
+    rest = [pa for i, pa in enumerate(after) if i not in used_a]
+    out: List[ProcessMatch] = []
+    seen: Dict[str, int] = {}
+    for pb, pm, how in pairs:
+        if pm is None and rest:  # then by order
+            pm, how = rest.pop(0), "order"
+        out.append(ProcessMatch(_label(pm if pm is not None else pb, seen), pb, pm, how))
+    for pr in rest:
+        out.append(ProcessMatch(_label(pr, seen), None, pr, "unmatched"))
+    return out
+
+
+def _label(p: Process, seen: Dict[str, int]) -> str:
+    base = p.label
+    seen[base] = seen.get(base, 0) + 1
+    return base if seen[base] == 1 else f"{base} #{seen[base]}"
+
+
+def _match_findings(
+    before: RunRecord,
+    after: RunRecord,
+    matches: List[ProcessMatch],
+    signals: List[SignalDiff],
+    per: str,
+    options: CompareOptions,
+) -> List[FindingDiff]:
+    label_b = {m.before.pid: m.label for m in matches if m.before}
+    label_a = {m.after.pid: m.label for m in matches if m.after}
+    sig = {(s.process, s.signal): s for s in signals}
+
+    def key(f: Finding, labels: Dict[int, str]) -> Tuple[str, str, str]:
+        return (labels.get(f.pid, "?") if f.pid is not None else "run", f.signal, f.kind)
+
+    def culprit(f: Finding) -> Tuple[Optional[str], Optional[str]]:
+        c = f.culprit or {}
+        t, h = c.get("type"), c.get("holder")
+        return (None if t is None else str(t), None if h is None else str(h))
+
+    remaining = list(after.findings)
+    out: List[FindingDiff] = []
+    for fb in before.findings:
+        kb = key(fb, label_b)
+        cands = [fa for fa in remaining if key(fa, label_a) == kb]
+        exact = [fa for fa in cands if culprit(fa) == culprit(fb)]
+        fa: Optional[Finding] = (exact or cands)[0] if (exact or cands) else None
+        if fa is not None:
+            remaining.remove(fa)
+            status = _finding_status(fb, fa, per, options)
+        else:
+            s = sig.get((kb[0], fb.signal))
+            gone = s is None or s.after is None
+            status = "not_compared" if gone else "fixed" if fb.verdict == "leak" else "same"
+        t, h = culprit(fa or fb)
+        out.append(FindingDiff(kb[0], fb.signal, fb.kind, t, h, per, fb, fa, status))
+    for fa in remaining:
+        t, h = culprit(fa)
+        ka = key(fa, label_a)
+        status = "new" if fa.verdict == "leak" else "same"
+        out.append(FindingDiff(ka[0], fa.signal, fa.kind, t, h, per, None, fa, status))
+    return out
+
+
+def _finding_status(fb: Finding, fa: Finding, per: str, options: CompareOptions) -> str:
+    return _status(_as_fit(fb), _as_fit(fa), per, options)[0]
+
+
+def _as_fit(f: Finding) -> SignalFit:
+    return SignalFit(
+        signal=f.signal,
+        unit=f.unit,
+        verdict=f.verdict,
+        slope_per_step=f.slope_per_step,
+        slope_per_s=f.slope_per_s,
+        confidence=f.confidence,
+    )
