@@ -14,7 +14,8 @@ flushed line by line. Every line is one JSON object with a ``k`` (kind) field:
 - ``census``: the expensive snapshot (object census, graphs, containers).
   t, step, plus the census payload (types, containers, graphs, tracemalloc).
 - ``event``: t, kind, message. Collector switched off, fork, hooks...
-- ``exit``: t, steps, reason ("atexit", "signal").
+- ``identity``: t, worker_id, num_workers (a DataLoader worker found its id).
+- ``exit``: t, steps, reason ("atexit").
 
 Signal names are free-form strings; the ones the agent records today are the
 constants below. Analysis accepts any name: a later collector adds a name,
@@ -40,6 +41,7 @@ K_SAMPLE = "sample"
 K_CENSUS = "census"
 K_EVENT = "event"
 K_EXIT = "exit"
+K_IDENTITY = "identity"  # late facts: DataLoader worker id
 
 # signal names
 RSS = "rss_bytes"

@@ -1,0 +1,136 @@
+"""From a recorded series to clean arrays: x-axis choice, units, families, reduction."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from memprobe.record import Series
+
+Array = npt.NDArray[np.float64]
+
+# Python-heap counters: they wobble with cyclic garbage and interpreter caches.
+_HEAP_NAMES = ("py_alloc_blocks", "gc_tracked_objects")
+_HEAP_PREFIXES = ("objects:",)
+
+
+def unit_of(signal: str) -> str:
+    """A name ending in ``bytes`` is bytes; anything else is a count."""
+    return "bytes" if signal.endswith("bytes") else "count"
+
+
+def family_of(signal: str) -> str:
+    """How a signal is weighed in the run verdict.
+
+    - ``memory``: bytes that the process holds (RSS, USS, CUDA allocated, tensor bytes);
+    - ``allocator``: CUDA reserved / inactive split bytes: a cache, judged against allocated;
+    - ``peak``: a high-water mark (``max_*``), growing by construction: never a leak alone;
+    - ``heap``: Python-heap counters that wobble (blocks, gc-tracked objects, per-type counts);
+    - ``count``: every other count (tensors, graph nodes, modules, figures, containers).
+    """
+    base = signal.rsplit("/", 1)[-1]
+    if base.startswith("max_") or ":max_" in signal:
+        return "peak"
+    if signal.startswith("cuda:") and ("reserved" in base or "inactive" in base):
+        return "allocator"
+    if signal in _HEAP_NAMES or signal.startswith(_HEAP_PREFIXES):
+        return "heap"
+    return "memory" if unit_of(signal) == "bytes" else "count"
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A series ready for the estimators: finite values sorted by x.
+
+    ``axis`` is ``"step"`` (x = optimizer steps; samples without a step are
+    dropped) or ``"time"`` (x = seconds since the process started).
+    """
+
+    x: Array
+    y: Array
+    t: Array
+    axis: str
+
+
+def prepare(series: Series, axis: Optional[str] = None) -> Prepared:
+    """Choose the x-axis and clean a series.
+
+    With ``axis=None`` steps are used when at least three samples carry one.
+    Several samples at one step keep the lowest value: a step-boundary sample
+    sees less transient memory than one taken mid-step.
+    """
+    n = min(len(series.step), len(series.t), len(series.value))
+    steps = [series.step[i] for i in range(n)]
+    with_step = sum(1 for s in steps if s is not None)
+    if axis is None:
+        axis = "step" if with_step >= 3 else "time"
+    xs: list[float] = []
+    ys: list[float] = []
+    ts: list[float] = []
+    for i in range(n):
+        v, t = series.value[i], series.t[i]
+        if not _finite(v) or not _finite(t):
+            continue
+        if axis == "step":
+            s = steps[i]
+            if s is None:
+                continue
+            xs.append(float(s))
+        else:
+            xs.append(float(t))
+        ys.append(float(v))
+        ts.append(float(t))
+    x, y, tt = np.asarray(xs), np.asarray(ys), np.asarray(ts)
+    order = np.argsort(x, kind="stable")
+    x, y, tt = x[order], y[order], tt[order]
+    if len(x) > 1 and np.any(np.diff(x) == 0):
+        x, y, tt = _min_per_x(x, y, tt)
+    return Prepared(x=x, y=y, t=tt, axis=axis)
+
+
+def _finite(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _min_per_x(x: Array, y: Array, t: Array) -> tuple[Array, Array, Array]:
+    ux, start = np.unique(x, return_index=True)
+    ymin = np.minimum.reduceat(y, start)
+    return ux, ymin, t[start]
+
+
+def steps_per_second(x: Array, t: Array) -> Optional[float]:
+    """The observed step rate over a step-axis window, None when it cannot be told."""
+    if len(x) < 2:
+        return None
+    dt = float(t[-1] - t[0])
+    dx = float(x[-1] - x[0])
+    if dt <= 0 or dx <= 0:
+        return None
+    return dx / dt
+
+
+def reduce_points(x: Array, y: Array, max_points: int) -> tuple[Array, Array]:
+    """Block medians, so that estimators see at most ``max_points`` points.
+
+    Medians keep a linear trend linear and drop isolated spikes; sampling is
+    already even in x (step-aligned), so equal-count blocks are equal-width.
+    """
+    n = len(x)
+    if n <= max_points:
+        return x, y
+    block = int(math.ceil(n / max_points))
+    m = n // block
+    xb = np.median(x[: m * block].reshape(m, block), axis=1)
+    yb = np.median(y[: m * block].reshape(m, block), axis=1)
+    if n > m * block:
+        xb = np.append(xb, np.median(x[m * block :]))
+        yb = np.append(yb, np.median(y[m * block :]))
+    return xb, yb
+
+
+def as_array(values: Sequence[float]) -> Array:
+    return np.asarray(values, dtype=np.float64)

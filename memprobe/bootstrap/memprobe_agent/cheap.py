@@ -1,0 +1,66 @@
+"""Cheap signals: microseconds to tens of microseconds each, taken every sample."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Dict, Optional
+
+from . import wire
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+class RssReader:
+    """Current RSS from /proc/self/statm (one pread), falling back to psutil-free getrusage."""
+
+    def __init__(self) -> None:
+        self._fd: Optional[int] = None
+        try:
+            self._fd = os.open(f"/proc/{os.getpid()}/statm", os.O_RDONLY)
+        except OSError:
+            self._fd = None
+
+    def read(self) -> Optional[int]:
+        if self._fd is not None:
+            raw = os.pread(self._fd, 128, 0)
+            return int(raw.split()[1]) * _PAGE
+        try:
+            import resource
+
+            # peak, not current; better than nothing on platforms without /proc
+            scale = 1 if sys.platform == "darwin" else 1024
+            return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * scale
+        except Exception:
+            return None
+
+    def close(self) -> None:
+        if self._fd is not None:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+            self._fd = None
+
+
+def cuda_signals(out: Dict[str, Any]) -> None:
+    """Per-device allocator figures, only if the target already initialised CUDA itself."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    cuda = getattr(torch, "cuda", None)
+    if cuda is None or not cuda.is_initialized():
+        return
+    for i in range(cuda.device_count()):
+        prefix = f"cuda:{i}/"
+        out[prefix + "allocated_bytes"] = cuda.memory_allocated(i)
+        out[prefix + "reserved_bytes"] = cuda.memory_reserved(i)
+        out[prefix + "max_allocated_bytes"] = cuda.max_memory_allocated(i)
+        stats = cuda.memory_stats(i)
+        inactive = stats.get("inactive_split_bytes.all.current")
+        if inactive is not None:
+            out[prefix + "inactive_split_bytes"] = inactive
+
+
+def python_blocks(out: Dict[str, Any]) -> None:
+    out[wire.PY_BLOCKS] = sys.getallocatedblocks()

@@ -1,0 +1,214 @@
+"""Agent core: the process file, cheap samples, the step hook, the background thread.
+
+Everything that can fail is wrapped: a collector that raises is switched off
+and reported as an event; the target never sees an exception from here.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import sys
+import threading
+import time
+from typing import Any, Callable, Dict, Optional
+
+from . import cheap, expensive, identity, wire
+
+_agent: Optional[Agent] = None
+_hook_registered = False
+
+
+class Agent:
+    def __init__(self, config: Dict[str, Any], forked_from: Optional[int] = None) -> None:
+        self.config = config
+        self.run_dir: str = config["run_dir"]
+        self.sample_interval = float(config.get("sample_interval_s", 0.1))
+        self.idle_interval = float(config.get("idle_interval_s", 0.5))
+        self._fail = config.get("fail_collector")
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self.disabled: set = set()
+        self._open(forked_from)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def _open(self, forked_from: Optional[int]) -> None:
+        self.pid = os.getpid()
+        self.t0 = time.monotonic()
+        self.steps = 0
+        self.last_step_sample = float("-inf")
+        self.last_step_t = float("-inf")
+        self.last_bg_sample = float("-inf")
+        self.fd: Optional[int] = None
+        path = os.path.join(self.run_dir, wire.proc_file_name(self.pid))
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self.rss = cheap.RssReader()
+        self.ident = identity.Identity(forked_from)
+        self.emit(self.ident.header(self.t0, forked_from))
+        self.expensive = expensive.Expensive(self)
+        self._thread = threading.Thread(target=self._loop, name="memprobe-agent", daemon=True)
+        self._thread.start()
+
+    def after_fork_in_child(self) -> None:
+        parent = self.pid
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        if self.fd is not None:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+        self.rss.close()
+        try:
+            self._open(forked_from=parent)
+        except OSError:
+            self.fd = None
+
+    def close(self, reason: str) -> None:
+        self._stop.set()
+        self.sample(None, time.monotonic())
+        self.emit({"k": wire.K_EXIT, "t": self.now(), "steps": self.steps, "reason": reason})
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def now(self) -> float:
+        return time.monotonic() - self.t0
+
+    def emit(self, message: Dict[str, Any]) -> None:
+        fd = self.fd
+        if fd is None:
+            return
+        data = wire.safe_encode(message).encode("utf-8", "replace")
+        try:
+            with self._lock:
+                # O_APPEND + one write per line: lines from threads never interleave
+                while data:
+                    n = os.write(fd, data)
+                    data = data[n:]
+        except OSError:
+            self.fd = None  # disk full or folder gone: stop writing, never raise
+
+    def event(self, kind: str, message: str) -> None:
+        self.emit({"k": wire.K_EVENT, "t": self.now(), "kind": kind, "message": message})
+
+    def collect(self, name: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run one collector; on any exception switch it off for good and say so."""
+        if name in self.disabled:
+            return None
+        try:
+            if self._fail == name:
+                raise RuntimeError("injected failure (MEMPROBE test switch)")
+            return fn(*args)
+        except Exception as e:  # noqa: BLE001 - the target must never see our errors
+            self.disabled.add(name)
+            self.event("collector_off", f"collector {name!r} raised {type(e).__name__}: {e}; "
+                       "switched off for the rest of the run")
+            return None
+
+    # -- sampling --------------------------------------------------------------------------
+
+    def sample(self, step: Optional[int], now: float) -> None:
+        values: Dict[str, Any] = {}
+        rss = self.collect("rss", self.rss.read)
+        if rss is not None:
+            values[wire.RSS] = rss
+        self.collect("py_blocks", cheap.python_blocks, values)
+        self.collect("cuda", cheap.cuda_signals, values)
+        self.emit({"k": wire.K_SAMPLE, "t": now - self.t0, "step": step, "v": values})
+
+    def on_step(self) -> None:
+        self.steps += 1
+        now = time.monotonic()
+        self.last_step_t = now
+        if now - self.last_step_sample >= self.sample_interval:
+            self.last_step_sample = now
+            self.sample(self.steps, now)
+        exp = self.expensive
+        if now >= exp.next_due:
+            self.collect("expensive", exp.on_step, self.steps, now)
+
+    def _loop(self) -> None:
+        global _hook_registered
+        poll = 0.02
+        while not self._stop.wait(poll):
+            try:
+                if not _hook_registered:
+                    _hook_registered = self._try_register_hook()
+                else:
+                    poll = min(self.idle_interval, 0.1)
+                self.ident.poll(self)
+                now = time.monotonic()
+                # time-based samples only while no steps come (none yet, or a long stall)
+                if (now - self.last_step_t > self.idle_interval
+                        and now - self.last_bg_sample >= self.idle_interval):
+                    self.last_bg_sample = now
+                    self.sample(None, now)
+                    exp = self.expensive
+                    if now >= exp.next_due:
+                        self.collect("expensive", exp.on_tick, now)
+            except Exception as e:  # noqa: BLE001
+                self.event("agent_error", f"background thread: {type(e).__name__}: {e}")
+                poll = max(poll, 1.0)
+
+    def _try_register_hook(self) -> bool:
+        """Register torch's global optimizer step post-hook once the target imported torch."""
+        mod = sys.modules.get("torch.optim.optimizer")
+        if mod is None:
+            return False
+        register = getattr(mod, "register_optimizer_step_post_hook", None)
+        if register is None:
+            spec = getattr(mod, "__spec__", None)
+            if spec is not None and getattr(spec, "_initializing", False):
+                return False  # still being imported by the target: look again shortly
+            self.event("no_step_hook", "this torch has no global optimizer step hook; "
+                       "call memprobe.step() each iteration for step-aligned samples")
+            return True
+        register(_optimizer_hook)
+        self.event("step_hook", "registered torch's global optimizer step post-hook")
+        return True
+
+
+def _optimizer_hook(optimizer: Any, args: Any, kwargs: Any) -> None:
+    agent = _agent
+    if agent is not None:
+        agent.on_step()
+
+
+def step() -> None:
+    """Mark one training step (``memprobe.step()`` lands here)."""
+    agent = _agent
+    if agent is not None:
+        agent.on_step()
+
+
+def _after_fork_in_child() -> None:
+    agent = _agent
+    if agent is not None:
+        agent.after_fork_in_child()
+
+
+def _atexit() -> None:
+    agent = _agent
+    if agent is not None and agent.pid == os.getpid():
+        agent.close("atexit")
+
+
+def start() -> bool:
+    """Start the agent if MEMPROBE_CONFIG is set; a second call is a no-op."""
+    global _agent
+    if _agent is not None:
+        return False
+    raw = os.environ.get(wire.ENV_CONFIG)
+    if not raw:
+        return False
+    config = dict(wire.DEFAULT_CONFIG)
+    config.update(json.loads(raw))
+    if not config.get("run_dir"):
+        return False
+    _agent = Agent(config)
+    atexit.register(_atexit)
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_after_fork_in_child)
+    return True

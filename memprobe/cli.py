@@ -1,0 +1,192 @@
+"""The ``memprobe`` command line: parse, call one core function, map errors to exit codes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from enum import Enum
+from typing import List, Optional
+
+import typer
+
+from memprobe import __version__
+from memprobe.errors import EXIT_BAD_INPUT, EXIT_LEAK, MemprobeError
+from memprobe.record import RecordError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="memprobe — find memory leaks in Python and PyTorch training scripts.\n\n"
+    "  memprobe run train.py --lr 3e-4\n\n"
+    "  memprobe report run.json --html report.html\n\n"
+    "  memprobe diff before.json after.json",
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+_argv: List[str] = []
+
+
+class Fmt(str, Enum):
+    text = "text"
+    markdown = "markdown"
+    json = "json"
+
+
+class Tracemalloc(str, Enum):
+    auto = "auto"
+    always = "always"
+    off = "off"
+
+
+def _fail(message: str, code: int = EXIT_BAD_INPUT) -> "typer.Exit":
+    from memprobe.render.fmt import clean
+
+    sys.stderr.write(f"memprobe: error: {clean(message)}\n")
+    return typer.Exit(code)
+
+
+@app.command(
+    context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True},
+    no_args_is_help=True,
+)
+def run(
+    target: List[str] = typer.Argument(None, metavar="SCRIPT [ARGS]... | -- COMMAND...",
+                                       help="The script and its own arguments, passed through "
+                                       "untouched; or, after --, any command that starts Python."),
+    module: Optional[str] = typer.Option(None, "-m", "--module", help="Run a module like python -m."),
+    output: Optional[str] = typer.Option(
+        None, "-o", "--output",
+        help="Where to write the run record (default: memprobe-<script>-<time>.json here)."),
+    fail_on_leak: bool = typer.Option(
+        False, "--fail-on-leak",
+        help=f"Exit {EXIT_LEAK} when the verdict is leak (the target's own failure codes win)."),
+    min_bytes_per_step: Optional[float] = typer.Option(
+        None, "--min-bytes-per-step",
+        help="Growth below this many bytes per step never counts as a leak."),
+    python: Optional[str] = typer.Option(
+        None, "--python", help="Interpreter for SCRIPT / -m (default: the active virtualenv's, "
+        "else memprobe's own)."),
+    live: Optional[bool] = typer.Option(
+        None, "--live/--no-live", help="Live table (default: when stdout and stderr are a terminal)."),
+    interval: float = typer.Option(0.1, "--interval", min=0.001,
+                                   help="Minimum seconds between cheap samples at step boundaries."),
+    budget: float = typer.Option(0.03, "--budget", min=0.0, max=1.0,
+                                 help="Share of wall time the expensive collectors may use."),
+    tracemalloc: Tracemalloc = typer.Option(
+        Tracemalloc.auto, "--tracemalloc",
+        help="auto: trace a window of steps once a signal looks like a leak; always; off."),
+    keep_run_dir: bool = typer.Option(False, "--keep-run-dir",
+                                      help="Keep the raw per-process files after writing the record."),
+    fail_collector: Optional[str] = typer.Option(None, "--x-fail-collector", hidden=True),
+) -> None:
+    """Run a Python program under memprobe: live table, leak verdict, run record.
+
+    Everything after the script name goes to the script. Exit status: the target's own
+    (128+N if it was killed by signal N); 40 with --fail-on-leak when it leaked; 2 when
+    memprobe cannot start the run.
+    """
+    from memprobe import launcher
+    from memprobe import commands
+
+    target = list(target or [])
+    passthrough = _after_double_dash(target)
+    stem = "module" if module else "run"
+    if module:
+        stem = module.rsplit(".", 1)[-1]
+    elif target:
+        stem = os.path.splitext(os.path.basename(target[0 if not passthrough else -1]))[0] or "run"
+    out = output or f"memprobe-{stem}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    interpreter = python or launcher.default_python()
+    try:
+        if passthrough:
+            command = list(target)
+            launcher.check_command(command, None)
+        else:
+            command = launcher.build_command(target, module, interpreter)
+            launcher.check_command(command, None if module else target[0])
+        run_dir = launcher.prepare_run_dir(out)
+    except launcher.LaunchError as e:
+        raise _fail(str(e)) from None
+    options = launcher.RunOptions(output=out, sample_interval_s=interval, overhead_budget=budget,
+                                  tracemalloc=tracemalloc.value, fail_collector=fail_collector)
+    detect = _detect_options(min_bytes_per_step)
+    display = commands.make_display(live, detect)
+    try:
+        outcome = launcher.run(command, options, run_dir, display)
+    except launcher.LaunchError as e:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise _fail(str(e)) from None
+    code, verdict = commands.finish(outcome, out, detect, keep_run_dir)
+    if code == 0 and fail_on_leak and verdict == "leak":
+        code = EXIT_LEAK
+    raise typer.Exit(code)
+
+
+def _detect_options(min_bytes_per_step: Optional[float]) -> object:
+    try:
+        from memprobe.analysis import DetectOptions
+    except ImportError:
+        return None
+    if min_bytes_per_step is None:
+        return DetectOptions()
+    return DetectOptions(min_bytes_per_step=min_bytes_per_step)  # type: ignore[call-arg]
+
+
+def _after_double_dash(target: List[str]) -> bool:
+    """True for ``memprobe run [OPTIONS] -- COMMAND...`` (click swallows the ``--``)."""
+    if "run" not in _argv or "--" not in _argv:
+        return False
+    rest = _argv[_argv.index("run") + 1 :]
+    if "--" not in rest:
+        return False
+    return bool(target) and rest[rest.index("--") + 1 :] == target
+
+
+@app.command()
+def report(
+    run: str = typer.Argument(..., metavar="RUN", help="A run.json, or a run folder to rebuild."),
+    html: Optional[str] = typer.Option(None, "--html", help="Also write a self-contained HTML report."),
+    fmt: Fmt = typer.Option(Fmt.text, "--format", "-f", help="text, markdown or json (findings)."),
+) -> None:
+    """Show a run's verdict, findings, holders, projections and fix hints."""
+    from memprobe import commands
+
+    try:
+        commands.report_command(run, html, fmt.value)
+    except (RecordError, MemprobeError, OSError) as e:
+        raise _fail(str(e), getattr(e, "exit_code", EXIT_BAD_INPUT)) from None
+
+
+@app.command()
+def diff(
+    before: str = typer.Argument(..., help="The run record before the change."),
+    after: str = typer.Argument(..., help="The run record after the change."),
+    fmt: Fmt = typer.Option(Fmt.text, "--format", "-f", help="text, markdown or json."),
+    html: Optional[str] = typer.Option(None, "--html", help="Also write the diff as HTML."),
+) -> None:
+    """Compare two runs signal by signal: fixed, persisting, new, improved, regressed.
+
+    Exit status: 0 no regression; see the CI codes in the README for new or worse leaks
+    and for unusable input.
+    """
+    from memprobe import commands
+
+    try:
+        code = commands.diff_command(before, after, fmt.value, html)
+    except (RecordError, MemprobeError, OSError) as e:
+        raise _fail(str(e), getattr(e, "exit_code", EXIT_BAD_INPUT)) from None
+    raise typer.Exit(code)
+
+
+@app.command()
+def version() -> None:
+    """Print memprobe's version."""
+    print(__version__)
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    global _argv
+    _argv = list(sys.argv[1:] if argv is None else argv)
+    app(args=_argv, prog_name="memprobe")

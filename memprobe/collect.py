@@ -1,0 +1,314 @@
+"""Parent-side state of a run: ingest wire messages, build the run record.
+
+Pure bookkeeping (no threads, no rendering): the launcher feeds it messages
+from the per-process files and outside samples; ``memprobe report RUN_DIR``
+feeds it the same files after the fact to rebuild a record.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+from memprobe import __version__
+from memprobe.bootstrap.memprobe_agent import wire
+from memprobe.record import (
+    Event,
+    ExitInfo,
+    Limits,
+    Process,
+    RecordError,
+    RunRecord,
+    Series,
+)
+
+PARENT_FILE = "parent.jsonl"  # the launcher's own journal: meta, outside samples, events, exit
+MAX_POINTS = 4000  # per series in run.json; more are down-sampled keeping floor and peaks
+SHORT_LIVED_S = 1.0  # children that lived less than this (and barely sampled) are left out
+
+
+@dataclass
+class SeriesBuf:
+    step: List[Optional[int]] = field(default_factory=list)
+    t: List[float] = field(default_factory=list)
+    value: List[float] = field(default_factory=list)
+
+    def add(self, step: Optional[int], t: float, value: float) -> None:
+        self.step.append(step)
+        self.t.append(t)
+        self.value.append(value)
+
+
+@dataclass
+class ProcState:
+    pid: int
+    header: Dict[str, Any] = field(default_factory=dict)
+    series: Dict[str, SeriesBuf] = field(default_factory=dict)
+    census: List[Dict[str, Any]] = field(default_factory=list)
+    steps: int = 0
+    last_t: float = 0.0
+    first_t: Optional[float] = None
+    exited: bool = False
+    worker_id: Optional[int] = None
+    has_agent: bool = False
+    ppid: Optional[int] = None
+
+    def add(self, name: str, step: Optional[int], t: float, value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return
+        if value != value or value in (float("inf"), float("-inf")):
+            return
+        buf = self.series.get(name)
+        if buf is None:
+            buf = self.series[name] = SeriesBuf()
+        buf.add(step, t, float(value))
+        self.last_t = max(self.last_t, t)
+        if self.first_t is None or t < self.first_t:
+            self.first_t = t
+
+
+@dataclass
+class RunState:
+    command: List[str]
+    cwd: str
+    started_at: float  # wall clock
+    limits: Limits = field(default_factory=Limits)
+    procs: Dict[int, ProcState] = field(default_factory=dict)
+    events: List[Event] = field(default_factory=list)
+    garbage_lines: int = 0
+
+    def proc(self, pid: int) -> ProcState:
+        p = self.procs.get(pid)
+        if p is None:
+            p = self.procs[pid] = ProcState(pid=pid)
+        return p
+
+    def _run_t(self, p: ProcState, t: Any) -> float:
+        """A process' own clock (seconds since its start) on the run's clock."""
+        base = p.header.get("wall_t0")
+        tt = float(t) if isinstance(t, (int, float)) else 0.0
+        if isinstance(base, (int, float)):
+            return base - self.started_at + tt
+        return tt
+
+    def ingest(self, pid: int, msg: Dict[str, Any]) -> None:
+        """One message from an agent's file."""
+        p = self.proc(pid)
+        kind = msg.get("k")
+        if kind == wire.K_HEADER:
+            p.header = msg
+            p.has_agent = True
+            ppid = msg.get("ppid")
+            p.ppid = ppid if isinstance(ppid, int) else None
+            return
+        t = self._run_t(p, msg.get("t"))
+        step = msg.get("step")
+        step = step if isinstance(step, int) and not isinstance(step, bool) else None
+        if kind == wire.K_SAMPLE:
+            if step is not None:
+                p.steps = max(p.steps, step)
+            values = msg.get("v")
+            if isinstance(values, dict):
+                for name, value in values.items():
+                    p.add(str(name), step, t, value)
+        elif kind == wire.K_CENSUS:
+            values = msg.get("v")
+            if isinstance(values, dict):
+                for name, value in values.items():
+                    p.add(str(name), step, t, value)
+            entry = {k: v for k, v in msg.items() if k not in ("k", "v")}
+            entry["t"] = t
+            p.census.append(entry)
+        elif kind == wire.K_EVENT:
+            self.events.append(Event(t=t, pid=pid, kind=str(msg.get("kind", "")),
+                                     message=str(msg.get("message", ""))))
+        elif kind == wire.K_IDENTITY:
+            wid = msg.get("worker_id")
+            if isinstance(wid, int):
+                p.worker_id = wid
+        elif kind == wire.K_EXIT:
+            p.exited = True
+            steps = msg.get("steps")
+            if isinstance(steps, int):
+                p.steps = max(p.steps, steps)
+
+    def ingest_outside(self, pid: int, t: float, values: Dict[str, Any],
+                       ppid: Optional[int] = None) -> None:
+        """Samples taken by the parent with psutil (t already on the run's clock)."""
+        p = self.proc(pid)
+        if ppid is not None and p.ppid is None:
+            p.ppid = ppid
+        for name, value in values.items():
+            # the agent's own RSS is step-aligned; outside RSS only for processes without one
+            if name == wire.RSS and p.has_agent:
+                continue
+            p.add(name, None, t, value)
+
+    def event(self, t: float, pid: Optional[int], kind: str, message: str) -> None:
+        self.events.append(Event(t=t, pid=pid, kind=kind, message=message))
+
+    # -- roles and the record --------------------------------------------------------------
+
+    def roles(self) -> Dict[int, Tuple[str, Optional[int]]]:
+        """pid -> (role, rank). Rank from torchrun's env; worker from torch; main = top agent."""
+        agents = {pid for pid, p in self.procs.items() if p.has_agent}
+        out: Dict[int, Tuple[str, Optional[int]]] = {}
+        main_seen = False
+        for pid in sorted(self.procs, key=lambda q: (self.procs[q].header.get("wall_t0") or 0, q)):
+            p = self.procs[pid]
+            h = p.header
+            rank = h.get("rank") if isinstance(h.get("rank"), int) else None
+            if rank is not None and isinstance(h.get("world_size"), int):
+                out[pid] = ("rank", rank)
+            elif p.worker_id is not None:
+                out[pid] = ("worker", None)
+            elif (p.has_agent and not main_seen and p.ppid not in agents
+                  and h.get("forked_from") is None):
+                out[pid] = ("main", None)
+                main_seen = True
+            else:
+                out[pid] = ("child", None)
+        return out
+
+    def x_axis(self) -> str:
+        return "step" if any(p.steps >= 5 for p in self.procs.values()) else "time"
+
+    def build(self, exit: ExitInfo, duration_s: float) -> RunRecord:
+        roles = self.roles()
+        processes: List[Process] = []
+        omitted = 0
+        for pid in sorted(self.procs):
+            p = self.procs[pid]
+            n = max((len(s.value) for s in p.series.values()), default=0)
+            lifetime = p.last_t - (p.first_t or p.last_t)
+            role, rank = roles[pid]
+            if role != "main" and n < 3 and lifetime < SHORT_LIVED_S:
+                omitted += 1
+                continue
+            h = p.header
+            processes.append(Process(
+                pid=pid,
+                parent_pid=p.ppid,
+                role=role,
+                rank=rank,
+                worker_id=p.worker_id,
+                argv=[str(a) for a in h.get("argv", [])] if p.has_agent else [],
+                python=h.get("python") if isinstance(h.get("python"), str) else None,
+                started_at=h.get("wall_t0") if isinstance(h.get("wall_t0"), float) else None,
+                ended="exit" if p.exited else ("vanished" if p.has_agent else None),
+                has_agent=p.has_agent,
+                steps=p.steps,
+                series={name: _downsample(buf) for name, buf in p.series.items()},
+                census=p.census,
+            ))
+        events = list(self.events)
+        if omitted:
+            events.append(Event(t=duration_s, pid=None, kind="short_lived",
+                                message=f"{omitted} short-lived process(es) (< {SHORT_LIVED_S:g} s) "
+                                "left out of the record"))
+        if self.garbage_lines:
+            events.append(Event(t=duration_s, pid=None, kind="garbage_lines",
+                                message=f"{self.garbage_lines} unreadable line(s) skipped"))
+        return RunRecord(
+            command=list(self.command),
+            cwd=self.cwd,
+            started_at=self.started_at,
+            duration_s=duration_s,
+            exit=exit,
+            limits=self.limits,
+            x_axis=self.x_axis(),
+            processes=processes,
+            events=sorted(events, key=lambda e: e.t),
+            memprobe_version=__version__,
+        )
+
+
+def _downsample(buf: SeriesBuf, max_points: int = MAX_POINTS) -> Series:
+    """Keep at most max_points, keeping each bucket's floor and peak in time order."""
+    n = len(buf.value)
+    if n <= max_points:
+        return Series(step=list(buf.step), t=list(buf.t), value=list(buf.value))
+    buckets = max_points // 2
+    keep: List[int] = []
+    for b in range(buckets):
+        lo, hi = b * n // buckets, (b + 1) * n // buckets
+        if hi <= lo:
+            continue
+        seg = range(lo, hi)
+        i_min = min(seg, key=buf.value.__getitem__)
+        i_max = max(seg, key=buf.value.__getitem__)
+        keep.extend(sorted({i_min, i_max}))
+    return Series(step=[buf.step[i] for i in keep], t=[buf.t[i] for i in keep],
+                  value=[buf.value[i] for i in keep])
+
+
+# -- rebuilding from a run folder ----------------------------------------------------------
+
+
+def rebuild(run_dir: str) -> RunRecord:
+    """Rebuild a run record from a run folder (e.g. one whose memprobe parent was killed)."""
+    if not os.path.isdir(run_dir):
+        raise RecordError(f"{run_dir} is not a directory")
+    parent_path = os.path.join(run_dir, PARENT_FILE)
+    procs = list(wire.iter_proc_files(run_dir))
+    if not os.path.exists(parent_path) and not procs:
+        raise RecordError(f"{run_dir} holds no memprobe run (no {PARENT_FILE}, no proc-*.jsonl)")
+    meta: Dict[str, Any] = {}
+    exit_msg: Dict[str, Any] = {}
+    outside: List[Dict[str, Any]] = []
+    parent_events: List[Dict[str, Any]] = []
+    if os.path.exists(parent_path):
+        msgs, _bad = wire.read_file(parent_path)
+        for m in msgs:
+            if m["k"] == "meta":
+                meta = m
+            elif m["k"] == "outside":
+                outside.append(m)
+            elif m["k"] == wire.K_EVENT:
+                parent_events.append(m)
+            elif m["k"] == wire.K_EXIT:
+                exit_msg = m
+    state = RunState(
+        command=[str(a) for a in meta.get("command", [])],
+        cwd=str(meta.get("cwd", "")),
+        started_at=float(meta.get("started_at", 0.0) or 0.0),
+        limits=Limits(**meta["limits"]) if isinstance(meta.get("limits"), dict) else Limits(),
+    )
+    last_t = 0.0
+    for pid, path in procs:
+        msgs, bad = wire.read_file(path)
+        state.garbage_lines += bad
+        for m in msgs:
+            state.ingest(pid, m)
+    if not state.started_at:
+        walls = [p.header.get("wall_t0") for p in state.procs.values()]
+        state.started_at = min((w for w in walls if isinstance(w, float)), default=0.0)
+    for m in outside:
+        if isinstance(m.get("pid"), int) and isinstance(m.get("v"), dict):
+            state.ingest_outside(m["pid"], float(m.get("t", 0.0)), m["v"], m.get("ppid"))
+    for m in parent_events:
+        state.event(float(m.get("t", 0.0)), m.get("pid"), str(m.get("kind")), str(m.get("message")))
+    for p in state.procs.values():
+        last_t = max(last_t, p.last_t)
+    if exit_msg:
+        exit = ExitInfo(code=exit_msg.get("code"), signal=exit_msg.get("signal"),
+                        oom_killed=exit_msg.get("oom_killed"))
+        duration = float(exit_msg.get("duration_s", last_t) or last_t)
+    else:
+        exit = ExitInfo()
+        duration = last_t
+        state.event(last_t, None, "rebuilt",
+                    "the memprobe parent did not finish this run; rebuilt from the run folder "
+                    "(exit status unknown)")
+    if not state.command:
+        state.command = _first_argv(state)
+    return state.build(exit, duration)
+
+
+def _first_argv(state: RunState) -> List[str]:
+    for p in state.procs.values():
+        argv = p.header.get("orig_argv")
+        if isinstance(argv, list):
+            return [str(a) for a in argv]
+    return []

@@ -1,0 +1,140 @@
+"""The core function behind each CLI command (the CLI only parses and maps exit codes)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from typing import Any, Optional, Tuple
+
+from rich.console import Console
+from rich.text import Text
+
+from memprobe import record as rec
+from memprobe.errors import EXIT_BAD_INPUT, MemprobeError
+from memprobe.finalize import finalize
+from memprobe.launcher import RunOutcome
+from memprobe.render.fmt import fmt_bytes, safe_text
+from memprobe.render.live import LiveDisplay, PlainDisplay
+
+
+def _stderr_console() -> Console:
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def make_display(live: Optional[bool], detect: Any) -> Any:
+    if live is None:
+        live = sys.stdout.isatty() and sys.stderr.isatty()
+    if not live:
+        return PlainDisplay()
+    from memprobe.render import livejudge
+
+    judge = livejudge.make(detect)
+    return LiveDisplay(_stderr_console(), verdicts=judge.verdicts if judge else None,
+                       header=judge.header if judge else None)
+
+
+def finish(outcome: RunOutcome, output: str, detect: Any, keep_run_dir: bool) -> Tuple[int, str]:
+    """Analyse, write the record, say where it went. Returns (exit code, verdict)."""
+    console = _stderr_console()
+    record = outcome.record
+    try:
+        record = finalize(record, detect)
+    except Exception as e:  # noqa: BLE001 - never lose the run to an analysis bug
+        console.print(Text(f"memprobe: analysis failed ({type(e).__name__}: {e}); "
+                           "the record has the raw series only", style="yellow"))
+    try:
+        rec.save(record, output)
+    except OSError as e:
+        console.print(Text(f"memprobe: error: cannot write {output}: {e.strerror or e}. "
+                           f"Everything sampled is in {outcome.run_dir}: "
+                           f"memprobe report {outcome.run_dir}", style="red"))
+        return (outcome.exit_code or EXIT_BAD_INPUT), record.verdict
+    if not keep_run_dir:
+        shutil.rmtree(outcome.run_dir, ignore_errors=True)
+    print_summary(record, console)
+    size = os.path.getsize(output)
+    console.print(Text(f"memprobe: run record → {output} ({fmt_bytes(size)})", style="dim"))
+    return outcome.exit_code, record.verdict
+
+
+def print_summary(record: rec.RunRecord, console: Console) -> None:
+    style = {"leak": "bold red", "no_leak": "bold green"}.get(record.verdict, "bold yellow")
+    line = Text("memprobe: verdict ")
+    line.append(record.verdict.replace("_", " ").upper(), style=style)
+    if record.exit.signal:
+        line.append(f" · target killed by signal {record.exit.signal}")
+        if record.exit.oom_killed:
+            line.append(" (OOM killer)", style="red")
+    elif record.exit.code:
+        line.append(f" · target exited {record.exit.code}")
+    console.print(line)
+    for f in [f for f in record.findings if f.verdict == "leak"][:5]:
+        t = Text("  • ")
+        t.append(safe_text(f.explanation or f.signal, limit=300))
+        console.print(t)
+        if f.fix_hint:
+            console.print(Text("    fix: ", style="bold").append(safe_text(f.fix_hint, limit=300)))
+
+
+def load_run(path: str) -> rec.RunRecord:
+    """A run.json, or a run folder rebuilt (and analysed) from its per-process files."""
+    if os.path.isdir(path):
+        from memprobe.collect import rebuild
+
+        return finalize(rebuild(path))
+    return rec.load(path)
+
+
+def _write_text(path: str, text: str) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise MemprobeError(f"cannot write {path}: folder {directory} does not exist")
+    tmp = path + ".tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as e:
+        raise MemprobeError(f"cannot write {path}: {e.strerror or e}") from None
+
+
+def report_command(path: str, html: Optional[str], fmt: str) -> None:
+    from memprobe.render import report
+
+    record = load_run(path)
+    if html is not None:
+        from memprobe.render.html import report_html
+
+        _write_text(html, report_html(record))
+    if fmt == "markdown":
+        sys.stdout.write(report.report_markdown(record))
+    elif fmt == "json":
+        sys.stdout.write(report.report_json(record))
+    else:
+        report.render_report(record, Console(highlight=False))
+    if html is not None:
+        _stderr_console().print(Text(f"memprobe: HTML report → {html}", style="dim"))
+
+
+def diff_command(before: str, after: str, fmt: str, html: Optional[str]) -> int:
+    from memprobe.analysis import compare
+    from memprobe.render import diffview
+
+    a, b = load_run(before), load_run(after)
+    result = compare.compare(a, b)
+    if html is not None:
+        from memprobe.render.html import diff_html
+
+        _write_text(html, diff_html(result))
+    if fmt == "markdown":
+        sys.stdout.write(diffview.diff_markdown(result))
+    elif fmt == "json":
+        sys.stdout.write(diffview.diff_json(result))
+    else:
+        diffview.render_diff(result, Console(highlight=False))
+    return int(compare.diff_exit_code(result))
+
+
+__all__ = ["finish", "make_display", "report_command", "diff_command", "load_run",
+           "EXIT_BAD_INPUT"]

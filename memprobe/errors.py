@@ -1,0 +1,23 @@
+"""Exit codes and the one error type the CLI turns into a one-line message.
+
+Exit codes of ``memprobe run``: the target's own exit code (128 + N when it
+was killed by signal N), except:
+
+- ``EXIT_LEAK`` (40) with ``--fail-on-leak`` when the target exited 0 and the
+  verdict is leak (the target's own failure codes win);
+- ``EXIT_BAD_INPUT`` (2) when memprobe cannot start the run or read its input.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+EXIT_LEAK = 40
+
+
+class MemprobeError(Exception):
+    """A problem to show as one line on stderr, with the exit code to leave with."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_BAD_INPUT) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code

@@ -1,0 +1,74 @@
+"""Memory limits and OOM-kill evidence: cgroup v2 / v1, else the machine."""
+
+from __future__ import annotations
+
+import os
+from typing import List, Optional, Tuple
+
+_UNLIMITED = 1 << 60  # cgroup v1 writes ~2^63 for "no limit"
+
+
+def _cgroup_dirs() -> List[Tuple[str, str]]:
+    """(version, directory) candidates for this process' memory cgroup, most specific first."""
+    out: List[Tuple[str, str]] = []
+    try:
+        with open("/proc/self/cgroup") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, path = parts
+        if controllers == "":
+            out += [("v2", "/sys/fs/cgroup" + path.rstrip("/")), ("v2", "/sys/fs/cgroup")]
+        elif "memory" in controllers.split(","):
+            base = "/sys/fs/cgroup/memory"
+            out += [("v1", base + path.rstrip("/")), ("v1", base)]
+    return [(v, d) for v, d in out if os.path.isdir(d)]
+
+
+def _read(path: str) -> Optional[str]:
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def cgroup_limit() -> Optional[int]:
+    for version, d in _cgroup_dirs():
+        raw = _read(os.path.join(d, "memory.max" if version == "v2" else "memory.limit_in_bytes"))
+        if raw is None:
+            continue
+        raw = raw.strip()
+        if raw.isdigit() and int(raw) < _UNLIMITED:
+            return int(raw)
+    return None
+
+
+def ram_limit() -> Tuple[Optional[int], str]:
+    """The RAM a run can use: the cgroup limit if set, else the machine's total."""
+    limit = cgroup_limit()
+    if limit is not None:
+        return limit, "cgroup"
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().total), "machine"
+    except Exception:  # noqa: BLE001
+        return None, "unknown"
+
+
+def oom_kill_count() -> Optional[int]:
+    """The cgroup's oom_kill counter, or None where it cannot be read."""
+    for version, d in _cgroup_dirs():
+        raw = _read(os.path.join(d, "memory.events" if version == "v2" else "memory.oom_control"))
+        if raw is None:
+            continue
+        for line in raw.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill" and value.strip().isdigit():
+                return int(value)
+    return None

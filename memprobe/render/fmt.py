@@ -1,0 +1,50 @@
+"""Small formatting helpers shared by the renderers."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional, Sequence
+
+from rich.text import Text
+
+_BLOCKS = "▁▂▃▄▅▆▇█"
+# C0/C1 controls and escape sequences from the target must never reach the terminal raw
+_CONTROL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def fmt_bytes(n: Optional[float], signed: bool = False) -> str:
+    if n is None:
+        return "–"
+    sign = ("+" if n > 0 else "-" if n < 0 else "±") if signed else ("-" if n < 0 else "")
+    v = abs(float(n))
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if v < 1024 or unit == "TiB":
+            return f"{sign}{v:.0f} {unit}" if unit == "B" else f"{sign}{v:.1f} {unit}"
+        v /= 1024
+    return f"{sign}{v:.1f} TiB"
+
+
+def sparkline(values: Sequence[float], width: int = 24) -> str:
+    if not values:
+        return ""
+    if len(values) > width:
+        step = len(values) / width
+        values = [values[min(len(values) - 1, int(i * step))] for i in range(width)]
+    lo, hi = min(values), max(values)
+    if hi <= lo:
+        return _BLOCKS[0] * len(values)
+    scale = (len(_BLOCKS) - 1) / (hi - lo)
+    return "".join(_BLOCKS[int((v - lo) * scale)] for v in values)
+
+
+def clean(s: str, limit: Optional[int] = None) -> str:
+    """Strip escape sequences and control characters; shorten to limit with an ellipsis."""
+    s = _CONTROL.sub("�", str(s))
+    if limit is not None and len(s) > limit:
+        s = s[: limit - 1] + "…"
+    return s
+
+
+def safe_text(s: str, limit: Optional[int] = None, style: str = "") -> Text:
+    """Target-provided text as a Rich Text (no markup interpretation), controls removed."""
+    return Text(clean(s, limit), style=style)

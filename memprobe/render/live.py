@@ -1,0 +1,187 @@
+"""The live view during ``memprobe run``: a Rich table on a terminal, plain lines elsewhere.
+
+``build_table(state)`` is pure (state in, renderable out); the displays only
+decide when to draw. Target-provided strings are wrapped in ``Text`` objects,
+never interpolated into markup.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import Callable, Dict, List, Optional, Tuple
+
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from memprobe.bootstrap.memprobe_agent import wire
+from memprobe.collect import ProcState, RunState
+from memprobe.render.fmt import fmt_bytes, safe_text, sparkline
+
+# (pid, signal) -> (verdict, rate text); filled by the live judge when analysis is available
+Verdicts = Dict[Tuple[int, str], Tuple[str, str]]
+HeaderFn = Callable[[RunState], Optional[Text]]
+
+VERDICT_STYLE = {"leak": "bold red", "no_leak": "green", "inconclusive": "yellow"}
+MAX_ROWS = 16
+
+
+def _steps_per_s(p: ProcState) -> Optional[float]:
+    buf = p.series.get(wire.RSS)
+    if buf is None:
+        return None
+    pts = [(t, s) for s, t in zip(buf.step, buf.t) if s is not None]
+    if len(pts) < 2:
+        return None
+    t_end, s_end = pts[-1]
+    for t, s in reversed(pts):
+        if t_end - t >= 5.0:
+            break
+    if t_end <= t:
+        return None
+    return (s_end - s) / (t_end - t)
+
+
+def _rss(p: ProcState) -> List[float]:
+    buf = p.series.get(wire.RSS)
+    return buf.value if buf is not None else []
+
+
+def build_table(state: RunState, elapsed: float, verdicts: Optional[Verdicts] = None,
+                header: Optional[Text] = None) -> RenderableType:
+    roles = state.roles()
+    table = Table(box=None, pad_edge=False, header_style="bold", expand=False)
+    for col, justify in (("process", "left"), ("pid", "right"), ("step", "right"),
+                         ("steps/s", "right"), ("RSS", "right"), ("Δ start", "right"),
+                         ("trend", "left"), ("rate", "right"), ("verdict", "left")):
+        table.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    shown = [p for p in state.procs.values() if _rss(p)]
+    shown.sort(key=lambda p: (0 if roles[p.pid][0] == "main" else 1, p.pid))
+    for p in shown[:MAX_ROWS]:
+        role, rank = roles[p.pid]
+        label = f"rank {rank}" if rank is not None else (
+            f"worker {p.worker_id}" if p.worker_id is not None else role)
+        rss = _rss(p)
+        sps = _steps_per_s(p)
+        verdict, rate = (verdicts or {}).get((p.pid, wire.RSS), ("", ""))
+        table.add_row(
+            Text(label), str(p.pid), f"{p.steps:,}" if p.steps else "–",
+            f"{sps:,.1f}" if sps is not None else "–",
+            fmt_bytes(rss[-1]), fmt_bytes(rss[-1] - rss[0], signed=True),
+            Text(sparkline(rss, width=24), style="cyan"),
+            Text(rate), Text(verdict.replace("_", " "), style=VERDICT_STYLE.get(verdict, "")),
+        )
+    if len(shown) > MAX_ROWS:
+        table.add_row(Text(f"… {len(shown) - MAX_ROWS} more processes", style="dim"),
+                      *[""] * 8)
+    title = Text(f"memprobe · {elapsed:,.0f} s · ", style="bold")
+    title.append(safe_text(" ".join(state.command), limit=60))
+    parts: List[RenderableType] = [title]
+    if header is not None:
+        parts.append(header)
+    parts.append(table)
+    return Group(*parts)
+
+
+class LiveDisplay:
+    """Rich live region on stderr; the target's output (through ptys) scrolls above it."""
+
+    captures_output = True
+
+    def __init__(self, console: Console, verdicts: Optional[Callable[[RunState], Verdicts]] = None,
+                 header: Optional[HeaderFn] = None) -> None:
+        self.console = console
+        self._verdicts = verdicts
+        self._header = header
+        self._t0 = time.monotonic()
+        self._live: Optional[Live] = None
+        self._lock = threading.Lock()
+        self._partial: Dict[str, bytes] = {}
+        self._renderable: RenderableType = Text("")
+        self._last_judge = 0.0
+        self._cached: Verdicts = {}
+        self._cached_header: Optional[Text] = None
+
+    def start(self, state: RunState) -> None:
+        self._live = Live(get_renderable=lambda: self._renderable, console=self.console,
+                          refresh_per_second=4, transient=False, redirect_stdout=False,
+                          redirect_stderr=False)
+        self._live.start()
+
+    def update(self, state: RunState) -> None:
+        now = time.monotonic()
+        if now - self._last_judge >= 1.0:
+            self._last_judge = now
+            if self._verdicts is not None:
+                self._cached = self._verdicts(state)
+            if self._header is not None:
+                self._cached_header = self._header(state)
+        self._renderable = build_table(state, now - self._t0, self._cached, self._cached_header)
+
+    def output(self, stream: str, data: bytes) -> None:
+        with self._lock:
+            buf = self._partial.get(stream, b"") + data
+            *lines, rest = buf.split(b"\n")
+            self._partial[stream] = rest
+            for raw in lines:
+                line = raw.rstrip(b"\r").rsplit(b"\r", 1)[-1].decode("utf-8", "replace")
+                self.console.print(Text.from_ansi(line), soft_wrap=True, highlight=False)
+
+    def stop(self, state: RunState) -> None:
+        with self._lock:
+            for rest in self._partial.values():
+                if rest:
+                    self.console.print(Text.from_ansi(rest.decode("utf-8", "replace")),
+                                       soft_wrap=True)
+            self._partial.clear()
+        self.update(state)
+        if self._live is not None:
+            self._live.stop()
+
+
+class PlainDisplay:
+    """Not a terminal (CI, ``| tee``): the target keeps its own stdout/stderr; a short progress
+    line on stderr every ``every_s`` seconds, no escape codes."""
+
+    captures_output = False
+
+    def __init__(self, every_s: float = 10.0, quiet: bool = False) -> None:
+        self.every_s = every_s
+        self.quiet = quiet
+        self._t0 = time.monotonic()
+        self._last = time.monotonic()
+
+    def start(self, state: RunState) -> None:
+        pass
+
+    def update(self, state: RunState) -> None:
+        now = time.monotonic()
+        if self.quiet or now - self._last < self.every_s:
+            return
+        self._last = now
+        sys.stderr.write(progress_line(state, now - self._t0) + "\n")
+        sys.stderr.flush()
+
+    def output(self, stream: str, data: bytes) -> None:  # output is not captured
+        pass
+
+    def stop(self, state: RunState) -> None:
+        pass
+
+
+def progress_line(state: RunState, elapsed: float) -> str:
+    roles = state.roles()
+    parts = []
+    for p in sorted(state.procs.values(), key=lambda q: q.pid):
+        rss = _rss(p)
+        if not rss:
+            continue
+        role = roles[p.pid][0]
+        step = f" step {p.steps:,}" if p.steps else ""
+        parts.append(f"{role} {p.pid}{step} RSS {fmt_bytes(rss[-1])} "
+                     f"({fmt_bytes(rss[-1] - rss[0], signed=True)})")
+    body = "; ".join(parts[:4]) + (f"; +{len(parts) - 4} more" if len(parts) > 4 else "")
+    return safe_text(f"memprobe: {elapsed:,.0f}s {body or 'waiting for samples'}").plain
