@@ -1,0 +1,1 @@
+MARKER = "the target's own sitecustomize ran"
