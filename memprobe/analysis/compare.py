@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from memprobe.record import Finding, Process, RunRecord, Series
 
@@ -56,8 +56,9 @@ FAILING = frozenset({"new", "regressed"})
 class SignalFit:
     """One signal of one process as the analysis judged it, plus its peak.
 
-    ``ci_low``/``ci_high`` bound the slope on the record's x-axis (``per``);
-    the fitted line is ``intercept + slope * (x - x0)`` from ``warmup_end_x`` on.
+    ``ci_low``/``ci_high`` bound the slope per unit of ``per`` (``"step"`` or
+    ``"s"``); the fitted line is ``intercept + slope * (x - x0)`` from ``x0``
+    (the end of the warm-up) to ``x_end``.
     """
 
     signal: str
@@ -70,26 +71,51 @@ class SignalFit:
     per: str = "step"
     confidence: float = 0.0
     warmup_end_x: Optional[float] = None
-    x0: float = 0.0
+    x0: Optional[float] = None
+    x_end: Optional[float] = None
     intercept: Optional[float] = None
     n: int = 0
     peak: Optional[float] = None
     last: Optional[float] = None
     reason: str = ""
+    needed: Optional[str] = None
+
+    @property
+    def slope(self) -> Optional[float]:
+        """The slope on the fit's own axis."""
+        return self.slope_per_step if self.per == "step" else self.slope_per_s
 
 
 def signal_fits(record: RunRecord) -> Dict[int, Dict[str, SignalFit]]:
-    """Per pid and signal: the record's analysis summary (tolerating gaps) and peak."""
-    per = "step" if record.x_axis == "step" else "s"
-    out: Dict[int, Dict[str, SignalFit]] = {}
+    """Per pid and signal: the record's analysis summary (tolerating gaps) and peak.
+
+    A record without summaries (older, or written without analysis) is analysed
+    here when ``memprobe.analysis.analyze`` is available; otherwise its signals
+    have no fit (verdict None).
+    """
     raw_all = record.signals if isinstance(record.signals, dict) else {}
+    if not raw_all and any(p.series for p in record.processes):
+        raw_all = _analyze(record)
+    out: Dict[int, Dict[str, SignalFit]] = {}
     for p in record.processes:
         raw_p = raw_all.get(str(p.pid))
         raw_p = raw_p if isinstance(raw_p, dict) else {}
         out[p.pid] = {
-            name: _fit(name, series, raw_p.get(name), per) for name, series in p.series.items()
+            name: _fit(name, series, raw_p.get(name), record.x_axis)
+            for name, series in p.series.items()
         }
     return out
+
+
+def _analyze(record: RunRecord) -> Dict[str, Any]:
+    from memprobe import analysis
+    from memprobe.analysis.options import DetectOptions
+
+    analyze = getattr(analysis, "analyze", None)  # present once the detection engine lands
+    if analyze is None:
+        return {}
+    signals = getattr(analyze(record, DetectOptions()), "signals", None)
+    return signals if isinstance(signals, dict) else {}
 
 
 def _unit_of(signal: str) -> str:
@@ -102,11 +128,11 @@ def _num(v: object) -> Optional[float]:
     return None
 
 
-def _fit(name: str, series: Series, raw: object, per: str) -> SignalFit:
+def _fit(name: str, series: Series, raw: object, x_axis: str) -> SignalFit:
     values = [v for v in (_num(x) for x in series.value) if v is not None]
     d = raw if isinstance(raw, dict) else {}
-    verdict = d.get("verdict")
-    unit = d.get("unit")
+    verdict, unit, axis = d.get("verdict"), d.get("unit"), d.get("axis", x_axis)
+    needed = d.get("needed")
     return SignalFit(
         signal=name,
         unit=unit if unit in ("bytes", "count") else _unit_of(name),
@@ -115,15 +141,17 @@ def _fit(name: str, series: Series, raw: object, per: str) -> SignalFit:
         slope_per_s=_num(d.get("slope_per_s")),
         ci_low=_num(d.get("ci_low")),
         ci_high=_num(d.get("ci_high")),
-        per=per,
+        per="step" if axis == "step" else "s",
         confidence=_num(d.get("confidence")) or 0.0,
         warmup_end_x=_num(d.get("warmup_end_x")),
-        x0=_num(d.get("x0")) or 0.0,
+        x0=_num(d.get("x0")),
+        x_end=_num(d.get("x_end")),
         intercept=_num(d.get("intercept")),
         n=int(_num(d.get("n")) or len(values)),
         peak=max(values) if values else None,
         last=values[-1] if values else None,
         reason=str(d.get("reason") or ""),
+        needed=str(needed) if isinstance(needed, str) else None,
     )
 
 
@@ -238,10 +266,13 @@ def compare(
         sa = fits_a.get(m.after.pid, {}) if m.after else {}
         for name in list(sb) + [n for n in sa if n not in sb]:
             fb, fa = sb.get(name), sa.get(name)
-            status, note = _status(fb, fa, per, options)
-            any_fit = fa or fb
-            unit = any_fit.unit if any_fit is not None else _unit_of(name)
-            signals.append(SignalDiff(m.label, name, unit, per, fb, fa, status, note))
+            present = [f for f in (fb, fa) if f is not None]
+            # per step only where both fits are on steps (a worker may have none)
+            sper = "step" if per == "step" and all(
+                f.per == "step" and f.slope_per_step is not None for f in present) else "s"
+            status, note = _status(fb, fa, sper, options)
+            unit = present[0].unit if present else _unit_of(name)
+            signals.append(SignalDiff(m.label, name, unit, sper, fb, fa, status, note))
     missing = sorted({s.signal for s in signals if s.status == "not_compared"})
     if missing:
         notes.append("measured in one run only: " + ", ".join(missing))
@@ -301,6 +332,8 @@ def _status(
         return ("improved" if lower else "persisting"), "the after run is inconclusive"
     if leak_a:
         return "new", ("the before run was inconclusive" if b.verdict == "inconclusive" else "")
+    if a.verdict is None or b.verdict is None:
+        return "not_compared", "no analysis in the " + ("after" if a.verdict is None else "before")
     return "same", ""
 
 

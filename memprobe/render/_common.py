@@ -26,6 +26,11 @@ def xs_of(series: Series, x_axis: str) -> Tuple[List[float], str]:
     return [float(t) if _finite(t) else math.nan for t in series.t], "s"
 
 
+def fit_xs(series: Series, fit: SignalFit) -> Tuple[List[float], str]:
+    """The x values of ``series`` on the axis its fit was made on."""
+    return xs_of(series, "step" if fit.per == "step" else "time")
+
+
 def _finite(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 

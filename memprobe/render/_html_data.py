@@ -40,7 +40,7 @@ def _num(v: Any) -> Optional[float]:
 
 def chart_payload(p: Process, name: str, fit: SignalFit, record: RunRecord) -> Dict[str, Any]:
     series = p.series[name]
-    xs, axis = c.xs_of(series, record.x_axis)
+    xs, axis = c.fit_xs(series, fit)
     ys = [_num(v) for v in series.value]
     pts = sorted((x, y) for x, y in zip(xs, ys) if not math.isnan(x))
     xs, ys = [x for x, _ in pts], [y for _, y in pts]
@@ -48,9 +48,12 @@ def chart_payload(p: Process, name: str, fit: SignalFit, record: RunRecord) -> D
     xs, ys = [xs[i] for i in keep], [ys[i] for i in keep]
     slope = fit.slope_per_step if axis == "step" else fit.slope_per_s
     fit_y: Optional[List[Optional[float]]] = None
-    if slope is not None and fit.intercept is not None:
-        start = fit.warmup_end_x if fit.warmup_end_x is not None else -math.inf
-        fit_y = [fit.intercept + slope * (x - fit.x0) if x >= start else None for x in xs]
+    on_axis = (axis == "step") == (fit.per == "step")
+    if slope is not None and fit.intercept is not None and on_axis:
+        x0 = fit.x0 if fit.x0 is not None else (xs[0] if xs else 0.0)
+        start = fit.warmup_end_x if fit.warmup_end_x is not None else x0
+        end = fit.x_end if fit.x_end is not None else math.inf
+        fit_y = [fit.intercept + slope * (x - x0) if start <= x <= end else None for x in xs]
     limit = None
     for f in record.findings:
         if f.pid == p.pid and f.signal == name and f.projected_oom:

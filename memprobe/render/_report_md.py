@@ -52,7 +52,7 @@ def report_markdown(record: RunRecord) -> str:
         out += ["| signal | rate | verdict | peak | warm-up until | trend |",
                 "|---|---:|---|---:|---|---|"]
         for name, fit in pf.items():
-            xs_axis = c.xs_of(p.series[name], record.x_axis)[1]
+            xs_axis = c.fit_xs(p.series[name], fit)[1]
             verdict_cell = md(c.verdict_word(fit.verdict))
             if fit.verdict is not None:
                 verdict_cell += f" ({fmt_pct(fit.confidence)})"

@@ -98,7 +98,7 @@ def _finding(i: int, f: Finding, record: RunRecord) -> RenderableType:
 
 def _spark(p: Process, name: str, fit: SignalFit, x_axis: str) -> Text:
     series = p.series[name]
-    xs, _axis = c.xs_of(series, x_axis)
+    xs, _axis = c.fit_xs(series, fit)
     line = sparkline(series.value, SPARK_WIDTH)
     warm = 0
     if fit.warmup_end_x is not None and xs:
@@ -131,7 +131,7 @@ def _process(p: Process, fits: Dict[str, SignalFit], record: RunRecord) -> Rende
         rate = fmt_rate(fit.slope_per_step, fit.slope_per_s, fit.unit)
         table.add_row(Text(clean(name, 80)), Text(rate), _verdict_text(fit.verdict, fit.confidence),
                       Text(c.peak_text(fit)), _spark(p, name, fit, record.x_axis))
-        w = c.warmup_text(fit, c.xs_of(p.series[name], record.x_axis)[1])
+        w = c.warmup_text(fit, c.fit_xs(p.series[name], fit)[1])
         if w:
             warmups.setdefault(w, []).append(clean(name, 80))
     parts: List[RenderableType] = [title, Padding(table, (0, 0, 0, 2))]

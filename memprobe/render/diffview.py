@@ -1,0 +1,209 @@
+"""The diff of two runs: terminal table (Rich), Markdown and JSON.
+
+Target-provided strings (signal names, commands, holders) are cleaned and put
+into ``Text`` objects, escaped for Markdown, or left to JSON's own escaping.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List, Optional
+
+from rich import box
+from rich.console import Console
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+from memprobe.analysis.compare import (
+    EXIT_BAD_INPUT,
+    EXIT_REGRESSION,
+    FindingDiff,
+    RunDiff,
+    SignalDiff,
+    SignalFit,
+)
+from memprobe.record import Finding
+from memprobe.render import _common as c
+from memprobe.render._text import clean, fmt_rate, fmt_value, md, md_code
+
+__all__ = ["render_diff", "diff_markdown", "diff_json", "DIFF_SCHEMA", "result_text"]
+
+DIFF_SCHEMA = "memprobe.diff/1"
+STATUS_STYLE = {
+    "fixed": "bold green", "improved": "green", "persisting": "yellow", "new": "bold red",
+    "regressed": "bold red", "same": "dim", "not_compared": "dim italic",
+}
+
+
+def result_text(diff: RunDiff) -> str:
+    code = diff.exit_code
+    if code == EXIT_REGRESSION:
+        return f"REGRESSION: a new or worse leak (exit {code})"
+    if code == EXIT_BAD_INPUT:
+        return f"NOTHING COMPARABLE: no signal in common (exit {code})"
+    return f"NO REGRESSION (exit {code})"
+
+
+def _rate(rate: Optional[float], per: str, unit: str) -> str:
+    return fmt_rate(rate, None, unit) if per == "step" else fmt_rate(None, rate, unit)
+
+
+def _peak(fit: Optional[SignalFit], unit: str) -> str:
+    return fmt_value(fit.peak, unit) if fit is not None else "–"
+
+
+def _arrow(a: str, b: str) -> str:
+    return f"{a} → {b}"
+
+
+def _finding_rate(f: Optional[Finding], per: str) -> str:
+    if f is None:
+        return "–"
+    return _rate(f.slope_per_step if per == "step" else f.slope_per_s, per, f.unit)
+
+
+def _culprit(f: FindingDiff) -> str:
+    parts = [clean(x, 200) for x in (f.culprit_type, f.holder) if x]
+    return " held by ".join(parts) if parts else "–"
+
+
+def render_diff(diff: RunDiff, console: Console) -> None:
+    """Print the diff on ``console`` (readable at 80 columns)."""
+    code = diff.exit_code
+    style = "bold red" if code == EXIT_REGRESSION else "bold yellow" if code else "bold green"
+    console.print(Text("memprobe diff", style="bold"))
+    head = Table.grid(padding=(0, 1))
+    head.add_column(style="bold", no_wrap=True)
+    head.add_column(overflow="fold")
+    head.add_row("Result", Text(result_text(diff), style=style))
+    for label, rec in (("Before", diff.before), ("After", diff.after)):
+        t = Text(clean(" ".join(rec.command), 200) + " ")
+        t.append(f"({c.verdict_word(rec.verdict)})", style=c.VERDICT_STYLE.get(rec.verdict, ""))
+        head.add_row(label, t)
+    console.print(head)
+    console.print()
+    table = Table(title="Signals", title_justify="left", title_style="bold underline",
+                  box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
+    table.add_column("process", overflow="fold", max_width=12)
+    table.add_column("signal", overflow="fold", ratio=1, min_width=10)
+    table.add_column("status", no_wrap=True)
+    table.add_column("rate before → after", overflow="fold")
+    table.add_column("peak before → after", overflow="fold")
+    for s in diff.signals:
+        table.add_row(
+            Text(clean(s.process, 40)), Text(clean(s.signal, 120)),
+            Text(s.status.replace("_", " "), style=STATUS_STYLE.get(s.status, "")),
+            Text(_arrow(_rate(s.rate_before, s.per, s.unit), _rate(s.rate_after, s.per, s.unit))),
+            Text(_arrow(_peak(s.before, s.unit), _peak(s.after, s.unit))),
+        )
+    if not diff.signals:
+        console.print(Text("No signals in either run.", style="dim"))
+    else:
+        console.print(table)
+    if diff.findings:
+        ft = Table(title="Findings", title_justify="left", title_style="bold underline",
+                   box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
+        ft.add_column("process", overflow="fold", max_width=12)
+        ft.add_column("signal", overflow="fold")
+        ft.add_column("status", no_wrap=True)
+        ft.add_column("culprit", overflow="fold", ratio=1)
+        ft.add_column("rate before → after", overflow="fold")
+        for f in diff.findings:
+            ft.add_row(Text(clean(f.process, 40)), Text(clean(f.signal, 120)),
+                       Text(f.status.replace("_", " "), style=STATUS_STYLE.get(f.status, "")),
+                       Text(_culprit(f)),
+                       Text(_arrow(_finding_rate(f.before, f.per), _finding_rate(f.after, f.per))))
+        console.print(ft)
+    if diff.notes:
+        console.print(Text("Not compared / notes", style="bold underline"))
+        for n in diff.notes:
+            console.print(Padding(Text("• " + clean(n, 400)), (0, 0, 0, 2)))
+
+
+def diff_markdown(diff: RunDiff) -> str:
+    out: List[str] = ["## memprobe diff", "", f"**{md(result_text(diff))}**", ""]
+    for label, rec in (("Before", diff.before), ("After", diff.after)):
+        out.append(f"- {label}: {md_code(' '.join(rec.command), 200)} "
+                   f"({md(c.verdict_word(rec.verdict))})")
+    out += ["", "### Signals", ""]
+    if diff.signals:
+        out += ["| process | signal | status | rate before | rate after | peak before "
+                "| peak after |", "|---|---|---|---:|---:|---:|---:|"]
+    for s in diff.signals:
+        status = md(s.status.replace("_", " "))
+        if s.status in ("new", "regressed"):
+            status = f"**{status}**"
+        cells = [md(s.process, 40), md_code(s.signal, 120), status,
+                 md(_rate(s.rate_before, s.per, s.unit)), md(_rate(s.rate_after, s.per, s.unit)),
+                 md(_peak(s.before, s.unit)), md(_peak(s.after, s.unit))]
+        out.append("| " + " | ".join(cells) + " |")
+    if diff.findings:
+        out += ["", "### Findings", "", "| process | signal | status | culprit | rate before "
+                "| rate after |", "|---|---|---|---|---:|---:|"]
+        for f in diff.findings:
+            cells = [md(f.process, 40), md_code(f.signal, 120), md(f.status.replace("_", " ")),
+                     md_code(_culprit(f), 300), md(_finding_rate(f.before, f.per)),
+                     md(_finding_rate(f.after, f.per))]
+            out.append("| " + " | ".join(cells) + " |")
+    if diff.notes:
+        out += ["", "### Not compared / notes", ""]
+        out += [f"- {md(n)}" for n in diff.notes]
+    out.append("")
+    return "\n".join(out)
+
+
+def _fit_json(fit: Optional[SignalFit], per: str) -> Optional[Dict[str, Any]]:
+    if fit is None:
+        return None
+    return {
+        "verdict": fit.verdict,
+        "rate": fit.slope_per_step if per == "step" else fit.slope_per_s,
+        "slope_per_step": fit.slope_per_step,
+        "slope_per_s": fit.slope_per_s,
+        "ci_low": fit.ci_low,
+        "ci_high": fit.ci_high,
+        "ci_per": fit.per,
+        "confidence": fit.confidence,
+        "peak": fit.peak,
+    }
+
+
+def _signal_json(s: SignalDiff) -> Dict[str, Any]:
+    return {"process": s.process, "signal": s.signal, "unit": s.unit, "per": s.per,
+            "status": s.status, "note": s.note,
+            "before": _fit_json(s.before, s.per), "after": _fit_json(s.after, s.per)}
+
+
+def _finding_json(f: FindingDiff) -> Dict[str, Any]:
+    def side(x: Optional[Finding]) -> Optional[Dict[str, Any]]:
+        if x is None:
+            return None
+        rate = x.slope_per_step if f.per == "step" else x.slope_per_s
+        return {"verdict": x.verdict, "rate": rate, "confidence": x.confidence,
+                "pid": x.pid, "fix_hint": x.fix_hint}
+
+    return {"process": f.process, "signal": f.signal, "kind": f.kind, "status": f.status,
+            "type": f.culprit_type, "holder": f.holder, "per": f.per,
+            "before": side(f.before), "after": side(f.after)}
+
+
+def diff_json(diff: RunDiff) -> str:
+    """The diff as JSON with stable (sorted) keys; ``exit_code`` is what ``memprobe diff`` exits."""
+    code = diff.exit_code
+    doc = {
+        "schema": DIFF_SCHEMA,
+        "exit_code": code,
+        "result": {EXIT_REGRESSION: "regression", EXIT_BAD_INPUT: "nothing_comparable"}.get(
+            code, "ok"),
+        "per": diff.per,
+        "before": {"command": diff.before.command, "verdict": diff.before.verdict,
+                   "schema": diff.before.schema, "x_axis": diff.before.x_axis},
+        "after": {"command": diff.after.command, "verdict": diff.after.verdict,
+                  "schema": diff.after.schema, "x_axis": diff.after.x_axis},
+        "signals": [_signal_json(s) for s in diff.signals],
+        "findings": [_finding_json(f) for f in diff.findings],
+        "notes": diff.notes,
+    }
+    return json.dumps(c.json_safe(doc), indent=2, sort_keys=True, ensure_ascii=True,
+                      allow_nan=False) + "\n"
