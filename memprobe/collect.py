@@ -53,6 +53,11 @@ class ProcState:
     worker_id: Optional[int] = None
     has_agent: bool = False
     ppid: Optional[int] = None
+    outside_rss: SeriesBuf = field(default_factory=SeriesBuf)
+
+    def rss(self) -> SeriesBuf:
+        """The agent's RSS series, or the parent's outside view for processes without one."""
+        return self.series.get(wire.RSS) or self.outside_rss
 
     def add(self, name: str, step: Optional[int], t: float, value: Any) -> None:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -140,8 +145,10 @@ class RunState:
         if ppid is not None and p.ppid is None:
             p.ppid = ppid
         for name, value in values.items():
-            # the agent's own RSS is step-aligned; outside RSS only for processes without one
-            if name == wire.RSS and p.has_agent:
+            if name == wire.RSS:
+                # the agent's own RSS is step-aligned: outside RSS only stands in for processes
+                # without an agent (decided at build time: the header may arrive later)
+                p.outside_rss.add(None, t, float(value))
                 continue
             p.add(name, None, t, value)
 
@@ -180,7 +187,7 @@ class RunState:
         omitted = 0
         for pid in sorted(self.procs):
             p = self.procs[pid]
-            n = max((len(s.value) for s in p.series.values()), default=0)
+            n = max([len(s.value) for s in p.series.values()] + [len(p.outside_rss.value)])
             lifetime = p.last_t - (p.first_t or p.last_t)
             role, rank = roles[pid]
             if role != "main" and n < 3 and lifetime < SHORT_LIVED_S:
@@ -199,7 +206,7 @@ class RunState:
                 ended="exit" if p.exited else ("vanished" if p.has_agent else None),
                 has_agent=p.has_agent,
                 steps=p.steps,
-                series={name: _downsample(buf) for name, buf in p.series.items()},
+                series=_series_of(p),
                 census=p.census,
             ))
         events = list(self.events)
@@ -222,6 +229,13 @@ class RunState:
             events=sorted(events, key=lambda e: e.t),
             memprobe_version=__version__,
         )
+
+
+def _series_of(p: ProcState) -> Dict[str, Series]:
+    series = {name: _downsample(buf) for name, buf in p.series.items()}
+    if wire.RSS not in series and p.outside_rss.value:
+        series[wire.RSS] = _downsample(p.outside_rss)
+    return series
 
 
 def _downsample(buf: SeriesBuf, max_points: int = MAX_POINTS) -> Series:

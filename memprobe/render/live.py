@@ -46,8 +46,7 @@ def _steps_per_s(p: ProcState) -> Optional[float]:
 
 
 def _rss(p: ProcState) -> List[float]:
-    buf = p.series.get(wire.RSS)
-    return buf.value if buf is not None else []
+    return p.rss().value
 
 
 def build_table(state: RunState, elapsed: float, verdicts: Optional[Verdicts] = None,
