@@ -1,0 +1,206 @@
+"""compare(): matching, statuses and exit codes; the diff renderers."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import re
+
+import pytest
+import recordgen as g
+from rich.console import Console
+
+from memprobe import errors
+from memprobe.analysis.compare import (
+    EXIT_BAD_INPUT,
+    EXIT_OK,
+    EXIT_REGRESSION,
+    CompareOptions,
+    compare,
+    diff_exit_code,
+    signal_fits,
+)
+from memprobe.record import Process, RunRecord
+from memprobe.render.diffview import DIFF_SCHEMA, diff_json, diff_markdown, render_diff
+from memprobe.render.html import diff_html
+
+MIB = 1024 * 1024
+
+
+def _statuses(before: RunRecord, after: RunRecord, **kw: object) -> dict:
+    d = compare(before, after, CompareOptions(**kw))  # type: ignore[arg-type]
+    return {(s.process, s.signal): s.status for s in d.signals}
+
+
+def test_exit_codes_are_distinct_and_match_the_cli() -> None:
+    assert len({EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT}) == 3
+    assert EXIT_OK == 0 and EXIT_BAD_INPUT == errors.EXIT_BAD_INPUT
+    assert EXIT_REGRESSION not in (1, errors.EXIT_LEAK)  # 1 is what a crash would give
+
+
+def test_fixed_then_reverse_is_new() -> None:
+    # GIVEN the leaky loop and its fixed twin
+    leaky, fixed = g.leaky(), g.fixed(seed=2)
+    # WHEN compared in order
+    d = compare(leaky, fixed)
+    # THEN every leaking signal and finding is fixed, and CI passes
+    assert set(_statuses(leaky, fixed).values()) == {"fixed"}
+    assert {f.status for f in d.findings} == {"fixed"}
+    assert d.exit_code == diff_exit_code(d) == EXIT_OK
+    # AND the reverse order is a regression
+    r = compare(fixed, leaky)
+    assert set(s.status for s in r.signals) == {"new"}
+    assert {f.status for f in r.findings} == {"new"}
+    assert r.exit_code == EXIT_REGRESSION
+
+
+def test_same_leak_rate_persists_within_noise() -> None:
+    d = compare(g.leaky(seed=1), g.leaky(seed=2))
+    assert {s.status for s in d.signals} == {"persisting"}
+    assert {f.status for f in d.findings} == {"persisting"}
+    assert d.exit_code == EXIT_OK
+    assert compare(g.leaky(seed=1), g.leaky(seed=2),
+                   CompareOptions(fail_on_persisting=True)).exit_code == EXIT_REGRESSION
+
+
+def test_faster_leak_regresses_slower_improves() -> None:
+    slow, fast = g.leaky(leak_bytes_per_step=100 * 1024.0), g.leaky(leak_bytes_per_step=1 * MIB)
+    assert _statuses(slow, fast)[("main", "rss_bytes")] == "regressed"
+    assert _statuses(fast, slow)[("main", "rss_bytes")] == "improved"
+    assert compare(slow, fast).exit_code == EXIT_REGRESSION
+    assert compare(fast, slow).exit_code == EXIT_OK
+    # a wide enough tolerance calls it the same leak
+    assert _statuses(slow, fast, rel_tolerance=0.95)[("main", "rss_bytes")] == "persisting"
+
+
+def test_thresholds_filter_the_gate() -> None:
+    fixed, leaky = g.fixed(), g.leaky()
+    # a new leak below the floor (bytes and counts) or below the confidence does not fail
+    assert compare(fixed, leaky, CompareOptions(min_rate_bytes=10 * MIB,
+                                                min_rate_count=1000)).exit_code in (EXIT_OK,
+                                                                                    EXIT_REGRESSION)
+    gated = compare(fixed, leaky, CompareOptions(min_rate_bytes=10 * MIB, min_rate_count=1000))
+    assert gated.regressions == []
+    assert compare(fixed, leaky, CompareOptions(min_confidence=0.999)).exit_code == EXIT_OK
+
+
+def test_rate_change_inside_overlapping_intervals_is_same_leak() -> None:
+    # GIVEN two leaks whose rates differ by 40% but whose intervals overlap (noisy)
+    a, b = g.leaky(), g.leaky(leak_bytes_per_step=256 * 1024.0 * 1.4)
+    sa = dict(a.signals)
+    wide = {k: dict(v, ci_low=1.0, ci_high=1e9) for k, v in sa["1000"].items()}
+    a = dataclasses.replace(a, signals={"1000": wide})
+    assert _statuses(a, b)[("main", "rss_bytes")] == "persisting"
+
+
+def test_processes_match_by_role_rank_worker_then_order() -> None:
+    before = g.leaky(roles=(("main", None, None), ("worker", None, 0), ("worker", None, 1)))
+    after = g.fixed(roles=(("worker", None, 1), ("main", None, None), ("child", None, None),
+                           ("worker", None, 0)))
+    d = compare(before, after)
+    how = {m.label: (m.before.pid if m.before else None, m.after.pid if m.after else None, m.how)
+           for m in d.processes}
+    assert how["main"] == (1000, 1001, "role")
+    assert how["worker 0"] == (1001, 1003, "role")
+    assert how["worker 1"] == (1002, 1000, "role")
+    assert how["child"] == (None, 1002, "unmatched")
+    assert any("child exists only in the after run" in n for n in d.notes)
+
+
+def test_unmatched_roles_fall_back_to_order() -> None:
+    before = g.leaky(roles=(("main", None, None),))
+    after = g.fixed(roles=(("rank", 0, None),))
+    d = compare(before, after)
+    assert [(m.label, m.how) for m in d.processes] == [("rank 0", "order")]
+    assert {s.status for s in d.signals} == {"fixed"}
+
+
+def test_different_axes_schemas_and_signals_say_what_was_not_compared() -> None:
+    before = g.leaky(command=["python", "a.py"])
+    after = dataclasses.replace(g.fixed(x_axis="time", command=["python", "b.py"]),
+                                schema="memprobe.run/0")
+    p = after.processes[0]
+    extra = dict(p.series)
+    extra["cuda:0/allocated_bytes"] = extra.pop("py_objects")
+    after = dataclasses.replace(after, processes=[dataclasses.replace(p, series=extra)])
+    d = compare(before, after)
+    text = " | ".join(d.notes)
+    assert "x-axes differ (step vs time)" in text
+    assert "schema versions differ" in text
+    assert "different commands" in text
+    assert "measured in one run only: cuda:0/allocated_bytes, py_objects" in text
+    st = {s.signal: s for s in d.signals}
+    assert st["py_objects"].status == "not_compared"
+    assert st["rss_bytes"].per == "s" and st["rss_bytes"].status == "fixed"
+
+
+def test_nothing_in_common_is_bad_input() -> None:
+    empty = dataclasses.replace(g.fixed(), processes=[Process(pid=1, series={})], signals={})
+    assert compare(empty, empty).exit_code == EXIT_BAD_INPUT
+    # but a new leak still wins: it is a regression
+    assert compare(empty, g.leaky()).exit_code == EXIT_REGRESSION
+
+
+def test_findings_match_by_culprit_then_signal() -> None:
+    before, after = g.leaky(seed=1), g.leaky(seed=2)
+    f = after.findings[0]
+    moved = dataclasses.replace(f, culprit=dict(f.culprit or {}, holder="__main__.other"))
+    d = compare(before, dataclasses.replace(after, findings=[moved, *after.findings[1:]]))
+    assert [x.status for x in d.findings] == ["persisting", "persisting"]
+    assert d.findings[0].holder == "__main__.other"
+
+
+def test_signal_fits_tolerate_garbage_summaries() -> None:
+    r = dataclasses.replace(g.leaky(), signals={"1000": {"rss_bytes": {"verdict": 3,
+                                                                       "slope_per_step": "x",
+                                                                       "ci_low": None}},
+                                                "junk": 5})
+    fits = signal_fits(r)
+    assert fits[1000]["rss_bytes"].verdict is None
+    assert fits[1000]["rss_bytes"].peak is not None
+
+
+def _render(d: object, width: int = 80) -> str:
+    buf = io.StringIO()
+    render_diff(d, Console(file=buf, width=width, force_terminal=True))  # type: ignore[arg-type]
+    return re.sub(r"\x1b\[[0-9;]*m", "", buf.getvalue())
+
+
+def test_terminal_diff() -> None:
+    out = _render(compare(g.leaky(hostile=True), g.fixed(seed=2)))
+    assert "NO REGRESSION (exit 0)" in out
+    assert "fixed" in out and "rss_bytes" in out and "+256.0" in out
+    assert all(len(line) <= 80 for line in out.splitlines())
+    wide = _render(compare(g.leaky(hostile=True), g.fixed(seed=2)), width=200)
+    assert "<script>alert(1)</script>" in wide and "[bold red]pwned[/]" in wide
+    assert "\x07" not in wide and "\x1b" not in wide
+    out = _render(compare(g.fixed(seed=2), g.leaky()))
+    assert "REGRESSION: a new or worse leak (exit 3)" in out and "new" in out
+
+
+def test_markdown_and_json_diff() -> None:
+    d = compare(g.fixed(seed=2), g.leaky(hostile=True))
+    md = diff_markdown(d)
+    assert "**new**" in md and "REGRESSION" in md
+    assert "<" not in re.sub(r"(`+).*?\1", "", md)
+    doc = json.loads(diff_json(d))
+    assert doc["schema"] == DIFF_SCHEMA and doc["exit_code"] == EXIT_REGRESSION
+    assert doc["result"] == "regression"
+    assert sorted(doc) == ["after", "before", "exit_code", "findings", "notes", "per", "result",
+                           "schema", "signals"]
+    s = doc["signals"][0]
+    assert sorted(s) == ["after", "before", "note", "per", "process", "signal", "status", "unit"]
+    assert s["status"] == "new" and s["after"]["verdict"] == "leak"
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_diff_html(reverse: bool) -> None:
+    a, b = g.leaky(hostile=True), g.fixed(seed=2)
+    page = diff_html(compare(b, a) if reverse else compare(a, b))
+    assert page.lower().count("<script") == 3
+    assert "<script>alert(1)" not in page
+    payload = json.loads(re.search(r'id="memprobe-data">(.*?)</script>', page, re.S).group(1))
+    assert payload["kind"] == "diff"
+    assert {r["status"] for r in payload["signal_rows"]} == ({"new"} if reverse else {"fixed"})
+    assert payload["processes"][0]["charts"][0]["before"]["x"]
