@@ -19,6 +19,7 @@ from typing import IO, Any, Dict, List, Optional, Protocol
 from memprobe import __version__
 from memprobe.bootstrap.memprobe_agent import wire
 from memprobe.collect import PARENT_FILE, RunState
+from memprobe.gpu import NvmlSampler
 from memprobe.limits import oom_kill_count, ram_limit
 from memprobe.procs import TreeSampler
 from memprobe.record import ExitInfo, Limits, RunRecord
@@ -27,6 +28,7 @@ from memprobe.tail import Tailer
 BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bootstrap")
 POLL_S = 0.2
 OUTSIDE_EVERY_S = 0.5
+GPU_EVERY_S = 1.0
 FORWARDED_SIGNALS = ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
 
 
@@ -168,12 +170,18 @@ def run(command: List[str], options: RunOptions, run_dir: str, display: Display)
     started_at = time.time()
     t0 = time.monotonic()
     ram, ram_source = ram_limit()
+    gpu = NvmlSampler()
+    gpu_bytes = [d.total_bytes for d in gpu.devices]
     state = RunState(command=command, cwd=os.getcwd(), started_at=started_at,
-                     limits=Limits(ram_bytes=ram, ram_source=ram_source))
+                     limits=Limits(ram_bytes=ram, ram_source=ram_source, gpu_bytes=gpu_bytes))
     journal = _Journal(run_dir)
     journal.write({"k": "meta", "command": command, "cwd": state.cwd, "started_at": started_at,
                    "memprobe_version": __version__,
-                   "limits": {"ram_bytes": ram, "ram_source": ram_source, "gpu_bytes": []}})
+                   "limits": {"ram_bytes": ram, "ram_source": ram_source, "gpu_bytes": gpu_bytes}})
+    if gpu.unavailable:
+        state.event(0.0, None, "no_gpu", f"no GPU series from the driver: {gpu.unavailable}")
+        journal.write({"k": wire.K_EVENT, "t": 0.0, "pid": None, "kind": "no_gpu",
+                       "message": f"no GPU series from the driver: {gpu.unavailable}"})
     oom_before = oom_kill_count()
     env = make_env(run_dir, options)
 
@@ -194,7 +202,7 @@ def run(command: List[str], options: RunOptions, run_dir: str, display: Display)
     tailer = Tailer(run_dir)
     sampler = TreeSampler(proc.pid)
     display.start(state)
-    last_outside = 0.0
+    last_outside = last_gpu = 0.0
     try:
         while True:
             code = proc.poll()
@@ -204,9 +212,17 @@ def run(command: List[str], options: RunOptions, run_dir: str, display: Display)
             if code is None and now - last_outside >= OUTSIDE_EVERY_S:
                 last_outside = now
                 t = now - t0
-                for pid, ppid, values in sampler.sample():
+                tree = sampler.sample()
+                for pid, ppid, values in tree:
                     state.ingest_outside(pid, t, values, ppid)
                     journal.write({"k": "outside", "pid": pid, "ppid": ppid, "t": t, "v": values})
+                if gpu.available and now - last_gpu >= GPU_EVERY_S:
+                    last_gpu = now
+                    device_values, per_pid = gpu.sample(pid for pid, _, _ in tree)
+                    per_pid.setdefault(proc.pid, {}).update(device_values)
+                    for pid, values in per_pid.items():
+                        state.ingest_outside(pid, t, values)
+                        journal.write({"k": "outside", "pid": pid, "t": t, "v": values})
             display.update(state)
             if code is not None:
                 break
@@ -219,6 +235,7 @@ def run(command: List[str], options: RunOptions, run_dir: str, display: Display)
         state.garbage_lines += tailer.garbage_lines
     finally:
         _restore_forwarding(previous)
+        gpu.close()
         display.stop(state)
     duration = time.monotonic() - t0
     rc = proc.returncode

@@ -53,8 +53,12 @@ def cuda_signals(out: Dict[str, Any]) -> None:
         return
     for i in range(cuda.device_count()):
         prefix = f"cuda:{i}/"
-        out[prefix + "allocated_bytes"] = cuda.memory_allocated(i)
-        out[prefix + "reserved_bytes"] = cuda.memory_reserved(i)
+        allocated = cuda.memory_allocated(i)
+        reserved = cuda.memory_reserved(i)
+        out[prefix + "allocated_bytes"] = allocated
+        out[prefix + "reserved_bytes"] = reserved
+        # cached by the allocator but not in use: caching and fragmentation, not a leak
+        out[prefix + "cached_free_bytes"] = reserved - allocated
         out[prefix + "max_allocated_bytes"] = cuda.max_memory_allocated(i)
         stats = cuda.memory_stats(i)
         inactive = stats.get("inactive_split_bytes.all.current")

@@ -1,0 +1,80 @@
+"""GPU paths. On CPU: memprobe never initialises CUDA and records no CUDA series. On a GPU
+machine (skipped elsewhere): allocator series, NVML per process, leak vs fragmentation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import SAMPLES, SCRIPTS, load, main_process, run_cli
+
+torch = pytest.importorskip("torch")
+HAS_GPU = torch.cuda.is_available()
+gpu = pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU")
+
+
+def test_cpu_run_never_initialises_cuda(tmp_path: Path) -> None:
+    # GIVEN a torch script that only asks torch.cuda.is_available()
+    info = tmp_path / "info.json"
+    out = tmp_path / "run.json"
+    proc = run_cli(["run", "-o", str(out), str(SCRIPTS / "cuda_probe.py"), str(info)],
+                   cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    # THEN, seen from inside the target, CUDA was never initialised (by it or by memprobe)
+    seen = json.loads(info.read_text())
+    assert seen == {"cuda_initialized": False, "device": "cpu"}
+    record = load(out)
+    main = main_process(record)
+    assert main["steps"] == 60
+    assert not [s for s in main["series"] if s.startswith("cuda:")]
+    if not HAS_GPU:
+        assert record["limits"]["gpu_bytes"] == []
+        assert any(e["kind"] == "no_gpu" for e in record["events"])
+
+
+@gpu
+def test_gpu_series_and_nvml_when_the_target_uses_cuda(tmp_path: Path) -> None:
+    info = tmp_path / "info.json"
+    out = tmp_path / "run.json"
+    env = dict(__import__("os").environ, USE_CUDA="1", OMP_NUM_THREADS="1")
+    proc = run_cli(["run", "-o", str(out), str(SCRIPTS / "cuda_probe.py"), str(info)],
+                   cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    record = load(out)
+    main = main_process(record)
+    assert "cuda:0/allocated_bytes" in main["series"]
+    assert "cuda:0/reserved_bytes" in main["series"]
+    assert record["limits"]["gpu_bytes"] and record["limits"]["gpu_bytes"][0] > 0
+
+
+@gpu
+def test_gpu_leak_is_a_leak_with_holder_and_projection(tmp_path: Path) -> None:
+    out = tmp_path / "run.json"
+    proc = run_cli(["run", "-o", str(out), str(SAMPLES / "gpu_leak_tensor_list.py")], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    record = load(out)
+    assert record["verdict"] == "leak"
+    gpu_findings = [f for f in record["findings"]
+                    if f["verdict"] == "leak" and f["signal"].startswith("cuda:0/allocated")]
+    assert gpu_findings, [f["signal"] for f in record["findings"]]
+    assert gpu_findings[0]["projected_oom"] is not None
+
+
+@gpu
+def test_gpu_fragmentation_is_not_a_leak(tmp_path: Path) -> None:
+    out = tmp_path / "run.json"
+    proc = run_cli(["run", "-o", str(out), str(SAMPLES / "gpu_fragmentation.py")], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    record = load(out)
+    assert record["verdict"] != "leak"
+    assert any(f.get("kind") == "fragmentation" for f in record["findings"])
+
+
+@gpu
+def test_gpu_clean_loop_is_no_leak(tmp_path: Path) -> None:
+    out = tmp_path / "run.json"
+    proc = run_cli(["run", "-o", str(out), str(SAMPLES / "gpu_clean.py")], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert load(out)["verdict"] == "no_leak"
