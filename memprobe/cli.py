@@ -40,7 +40,7 @@ class Tracemalloc(str, Enum):
     off = "off"
 
 
-def _fail(message: str, code: int = EXIT_BAD_INPUT) -> "typer.Exit":
+def _fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
     from memprobe.render.fmt import clean
 
     sys.stderr.write(f"memprobe: error: {clean(message)}\n")
@@ -52,33 +52,62 @@ def _fail(message: str, code: int = EXIT_BAD_INPUT) -> "typer.Exit":
     no_args_is_help=True,
 )
 def run(
-    target: List[str] = typer.Argument(None, metavar="SCRIPT [ARGS]... | -- COMMAND...",
-                                       help="The script and its own arguments, passed through "
-                                       "untouched; or, after --, any command that starts Python."),
-    module: Optional[str] = typer.Option(None, "-m", "--module", help="Run a module like python -m."),
+    target: List[str] = typer.Argument(
+        None,
+        metavar="SCRIPT [ARGS]... | -- COMMAND...",
+        help="The script and its own arguments, passed through "
+        "untouched; or, after --, any command that starts Python.",
+    ),
+    module: Optional[str] = typer.Option(
+        None, "-m", "--module", help="Run a module like python -m."
+    ),
     output: Optional[str] = typer.Option(
-        None, "-o", "--output",
-        help="Where to write the run record (default: memprobe-<script>-<time>.json here)."),
+        None,
+        "-o",
+        "--output",
+        help="Where to write the run record (default: memprobe-<script>-<time>.json here).",
+    ),
     fail_on_leak: bool = typer.Option(
-        False, "--fail-on-leak",
-        help=f"Exit {EXIT_LEAK} when the verdict is leak (the target's own failure codes win)."),
+        False,
+        "--fail-on-leak",
+        help=f"Exit {EXIT_LEAK} when the verdict is leak (the target's own failure codes win).",
+    ),
     min_bytes_per_step: Optional[float] = typer.Option(
-        None, "--min-bytes-per-step",
-        help="Growth below this many bytes per step never counts as a leak."),
+        None,
+        "--min-bytes-per-step",
+        help="Growth below this many bytes per step never counts as a leak.",
+    ),
     python: Optional[str] = typer.Option(
-        None, "--python", help="Interpreter for SCRIPT / -m (default: the active virtualenv's, "
-        "else memprobe's own)."),
+        None,
+        "--python",
+        help="Interpreter for SCRIPT / -m (default: the active virtualenv's, else memprobe's own).",
+    ),
     live: Optional[bool] = typer.Option(
-        None, "--live/--no-live", help="Live table (default: when stdout and stderr are a terminal)."),
-    interval: float = typer.Option(0.1, "--interval", min=0.001,
-                                   help="Minimum seconds between cheap samples at step boundaries."),
-    budget: float = typer.Option(0.03, "--budget", min=0.0, max=1.0,
-                                 help="Share of wall time the expensive collectors may use."),
+        None,
+        "--live/--no-live",
+        help="Live table (default: when stdout and stderr are a terminal).",
+    ),
+    interval: float = typer.Option(
+        0.1,
+        "--interval",
+        min=0.001,
+        help="Minimum seconds between cheap samples at step boundaries.",
+    ),
+    budget: float = typer.Option(
+        0.03,
+        "--budget",
+        min=0.0,
+        max=1.0,
+        help="Share of wall time the expensive collectors may use.",
+    ),
     tracemalloc: Tracemalloc = typer.Option(
-        Tracemalloc.auto, "--tracemalloc",
-        help="auto: trace a window of steps once a signal looks like a leak; always; off."),
-    keep_run_dir: bool = typer.Option(False, "--keep-run-dir",
-                                      help="Keep the raw per-process files after writing the record."),
+        Tracemalloc.auto,
+        "--tracemalloc",
+        help="auto: trace a window of steps once a signal looks like a leak; always; off.",
+    ),
+    keep_run_dir: bool = typer.Option(
+        False, "--keep-run-dir", help="Keep the raw per-process files after writing the record."
+    ),
     fail_collector: Optional[str] = typer.Option(None, "--x-fail-collector", hidden=True),
 ) -> None:
     """Run a Python program under memprobe: live table, leak verdict, run record.
@@ -87,8 +116,7 @@ def run(
     (128+N if it was killed by signal N); 40 with --fail-on-leak when it leaked; 2 when
     memprobe cannot start the run.
     """
-    from memprobe import launcher
-    from memprobe import commands
+    from memprobe import commands, launcher
 
     target = list(target or [])
     passthrough = _after_double_dash(target)
@@ -109,8 +137,13 @@ def run(
         run_dir = launcher.prepare_run_dir(out)
     except launcher.LaunchError as e:
         raise _fail(str(e)) from None
-    options = launcher.RunOptions(output=out, sample_interval_s=interval, overhead_budget=budget,
-                                  tracemalloc=tracemalloc.value, fail_collector=fail_collector)
+    options = launcher.RunOptions(
+        output=out,
+        sample_interval_s=interval,
+        overhead_budget=budget,
+        tracemalloc=tracemalloc.value,
+        fail_collector=fail_collector,
+    )
     detect = _detect_options(min_bytes_per_step)
     display = commands.make_display(live, detect)
     try:
@@ -147,7 +180,9 @@ def _after_double_dash(target: List[str]) -> bool:
 @app.command()
 def report(
     run: str = typer.Argument(..., metavar="RUN", help="A run.json, or a run folder to rebuild."),
-    html: Optional[str] = typer.Option(None, "--html", help="Also write a self-contained HTML report."),
+    html: Optional[str] = typer.Option(
+        None, "--html", help="Also write a self-contained HTML report."
+    ),
     fmt: Fmt = typer.Option(Fmt.text, "--format", "-f", help="text, markdown or json (findings)."),
 ) -> None:
     """Show a run's verdict, findings, holders, projections and fix hints."""

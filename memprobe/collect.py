@@ -25,7 +25,8 @@ from memprobe.record import (
 
 PARENT_FILE = "parent.jsonl"  # the launcher's own journal: meta, outside samples, events, exit
 MAX_POINTS = 4000  # per series in run.json; more are down-sampled keeping floor and peaks
-SHORT_LIVED_S = 1.0  # children that lived less than this (and barely sampled) are left out
+SHORT_LIVED_S = 1.0  # children that lived less than this (or barely sampled) are left out
+GONE_AFTER_S = 1.5  # a process the outside sampler has not seen for this long has ended
 
 
 @dataclass
@@ -53,6 +54,9 @@ class ProcState:
     worker_id: Optional[int] = None
     has_agent: bool = False
     ppid: Optional[int] = None
+    mp_name: Optional[str] = None  # multiprocessing's name for it ("SpawnPoolWorker-2")
+    program: Optional[List[str]] = None  # argv seen from outside (non-Python children)
+    last_outside_t: Optional[float] = None
     outside_rss: SeriesBuf = field(default_factory=SeriesBuf)
 
     def rss(self) -> SeriesBuf:
@@ -82,6 +86,7 @@ class RunState:
     procs: Dict[int, ProcState] = field(default_factory=dict)
     events: List[Event] = field(default_factory=list)
     garbage_lines: int = 0
+    last_outside_t: float = 0.0  # latest tree sample on the run's clock
 
     def proc(self, pid: int) -> ProcState:
         p = self.procs.get(pid)
@@ -126,24 +131,41 @@ class RunState:
             entry["t"] = t
             p.census.append(entry)
         elif kind == wire.K_EVENT:
-            self.events.append(Event(t=t, pid=pid, kind=str(msg.get("kind", "")),
-                                     message=str(msg.get("message", ""))))
+            self.events.append(
+                Event(
+                    t=t, pid=pid, kind=str(msg.get("kind", "")), message=str(msg.get("message", ""))
+                )
+            )
         elif kind == wire.K_IDENTITY:
             wid = msg.get("worker_id")
-            if isinstance(wid, int):
+            if isinstance(wid, int) and not isinstance(wid, bool):
                 p.worker_id = wid
+            name = msg.get("mp_name")
+            if isinstance(name, str):
+                p.mp_name = name
         elif kind == wire.K_EXIT:
             p.exited = True
             steps = msg.get("steps")
             if isinstance(steps, int):
                 p.steps = max(p.steps, steps)
 
-    def ingest_outside(self, pid: int, t: float, values: Dict[str, Any],
-                       ppid: Optional[int] = None) -> None:
+    def ingest_outside(
+        self,
+        pid: int,
+        t: float,
+        values: Dict[str, Any],
+        ppid: Optional[int] = None,
+        argv: Optional[List[str]] = None,
+    ) -> None:
         """Samples taken by the parent with psutil (t already on the run's clock)."""
         p = self.proc(pid)
         if ppid is not None and p.ppid is None:
             p.ppid = ppid
+        if argv and p.program is None:
+            p.program = [str(a) for a in argv]
+        if wire.RSS in values:  # a tree sample (GPU samples carry no RSS)
+            p.last_outside_t = t
+            self.last_outside_t = max(self.last_outside_t, t)
         for name, value in values.items():
             if name == wire.RSS:
                 # the agent's own RSS is step-aligned: outside RSS only stands in for processes
@@ -170,8 +192,12 @@ class RunState:
                 out[pid] = ("rank", rank)
             elif p.worker_id is not None:
                 out[pid] = ("worker", None)
-            elif (p.has_agent and not main_seen and p.ppid not in agents
-                  and h.get("forked_from") is None):
+            elif (
+                p.has_agent
+                and not main_seen
+                and p.ppid not in agents
+                and h.get("forked_from") is None
+            ):
                 out[pid] = ("main", None)
                 main_seen = True
             else:
@@ -194,29 +220,43 @@ class RunState:
                 omitted += 1
                 continue
             h = p.header
-            processes.append(Process(
-                pid=pid,
-                parent_pid=p.ppid,
-                role=role,
-                rank=rank,
-                worker_id=p.worker_id,
-                argv=[str(a) for a in h.get("argv", [])] if p.has_agent else [],
-                python=h.get("python") if isinstance(h.get("python"), str) else None,
-                started_at=h.get("wall_t0") if isinstance(h.get("wall_t0"), float) else None,
-                ended="exit" if p.exited else ("vanished" if p.has_agent else None),
-                has_agent=p.has_agent,
-                steps=p.steps,
-                series=_series_of(p),
-                census=p.census,
-            ))
+            processes.append(
+                Process(
+                    pid=pid,
+                    parent_pid=p.ppid,
+                    role=role,
+                    rank=rank,
+                    worker_id=p.worker_id,
+                    argv=[str(a) for a in h.get("argv", [])] if p.has_agent else [],
+                    python=h.get("python") if isinstance(h.get("python"), str) else None,
+                    started_at=h.get("wall_t0") if isinstance(h.get("wall_t0"), float) else None,
+                    ended="exit" if p.exited else ("vanished" if p.has_agent else None),
+                    has_agent=p.has_agent,
+                    steps=p.steps,
+                    series=_series_of(p),
+                    census=p.census,
+                )
+            )
         events = list(self.events)
         if omitted:
-            events.append(Event(t=duration_s, pid=None, kind="short_lived",
-                                message=f"{omitted} short-lived process(es) (< {SHORT_LIVED_S:g} s) "
-                                "left out of the record"))
+            events.append(
+                Event(
+                    t=duration_s,
+                    pid=None,
+                    kind="short_lived",
+                    message=f"{omitted} short-lived process(es) (< {SHORT_LIVED_S:g} s) "
+                    "left out of the record",
+                )
+            )
         if self.garbage_lines:
-            events.append(Event(t=duration_s, pid=None, kind="garbage_lines",
-                                message=f"{self.garbage_lines} unreadable line(s) skipped"))
+            events.append(
+                Event(
+                    t=duration_s,
+                    pid=None,
+                    kind="garbage_lines",
+                    message=f"{self.garbage_lines} unreadable line(s) skipped",
+                )
+            )
         return RunRecord(
             command=list(self.command),
             cwd=self.cwd,
@@ -253,8 +293,11 @@ def _downsample(buf: SeriesBuf, max_points: int = MAX_POINTS) -> Series:
         i_min = min(seg, key=buf.value.__getitem__)
         i_max = max(seg, key=buf.value.__getitem__)
         keep.extend(sorted({i_min, i_max}))
-    return Series(step=[buf.step[i] for i in keep], t=[buf.t[i] for i in keep],
-                  value=[buf.value[i] for i in keep])
+    return Series(
+        step=[buf.step[i] for i in keep],
+        t=[buf.t[i] for i in keep],
+        value=[buf.value[i] for i in keep],
+    )
 
 
 # -- rebuilding from a run folder ----------------------------------------------------------
@@ -306,15 +349,22 @@ def rebuild(run_dir: str) -> RunRecord:
     for p in state.procs.values():
         last_t = max(last_t, p.last_t)
     if exit_msg:
-        exit = ExitInfo(code=exit_msg.get("code"), signal=exit_msg.get("signal"),
-                        oom_killed=exit_msg.get("oom_killed"))
+        exit = ExitInfo(
+            code=exit_msg.get("code"),
+            signal=exit_msg.get("signal"),
+            oom_killed=exit_msg.get("oom_killed"),
+        )
         duration = float(exit_msg.get("duration_s", last_t) or last_t)
     else:
         exit = ExitInfo()
         duration = last_t
-        state.event(last_t, None, "rebuilt",
-                    "the memprobe parent did not finish this run; rebuilt from the run folder "
-                    "(exit status unknown)")
+        state.event(
+            last_t,
+            None,
+            "rebuilt",
+            "the memprobe parent did not finish this run; rebuilt from the run folder "
+            "(exit status unknown)",
+        )
     if not state.command:
         state.command = _first_argv(state)
     return state.build(exit, duration)

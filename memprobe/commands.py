@@ -30,8 +30,11 @@ def make_display(live: Optional[bool], detect: Any) -> Any:
     from memprobe.render import livejudge
 
     judge = livejudge.make(detect)
-    return LiveDisplay(_stderr_console(), verdicts=judge.verdicts if judge else None,
-                       header=judge.header if judge else None)
+    return LiveDisplay(
+        _stderr_console(),
+        verdicts=judge.verdicts if judge else None,
+        header=judge.header if judge else None,
+    )
 
 
 def finish(outcome: RunOutcome, output: str, detect: Any, keep_run_dir: bool) -> Tuple[int, str]:
@@ -41,14 +44,24 @@ def finish(outcome: RunOutcome, output: str, detect: Any, keep_run_dir: bool) ->
     try:
         record = finalize(record, detect)
     except Exception as e:  # noqa: BLE001 - never lose the run to an analysis bug
-        console.print(Text(f"memprobe: analysis failed ({type(e).__name__}: {e}); "
-                           "the record has the raw series only", style="yellow"))
+        console.print(
+            Text(
+                f"memprobe: analysis failed ({type(e).__name__}: {e}); "
+                "the record has the raw series only",
+                style="yellow",
+            )
+        )
     try:
         rec.save(record, output)
     except OSError as e:
-        console.print(Text(f"memprobe: error: cannot write {output}: {e.strerror or e}. "
-                           f"Everything sampled is in {outcome.run_dir}: "
-                           f"memprobe report {outcome.run_dir}", style="red"))
+        console.print(
+            Text(
+                f"memprobe: error: cannot write {output}: {e.strerror or e}. "
+                f"Everything sampled is in {outcome.run_dir}: "
+                f"memprobe report {outcome.run_dir}",
+                style="red",
+            )
+        )
         return (outcome.exit_code or EXIT_BAD_INPUT), record.verdict
     if not keep_run_dir:
         shutil.rmtree(outcome.run_dir, ignore_errors=True)
@@ -82,7 +95,18 @@ def load_run(path: str) -> rec.RunRecord:
     if os.path.isdir(path):
         from memprobe.collect import rebuild
 
-        return finalize(rebuild(path))
+        record = rebuild(path)
+        try:
+            return finalize(record)
+        except Exception as e:  # noqa: BLE001 - a rebuilt run must still show its raw series
+            _stderr_console().print(
+                Text(
+                    f"memprobe: analysis failed ({type(e).__name__}: {e}); "
+                    "showing the raw series only",
+                    style="yellow",
+                )
+            )
+            return record
     return rec.load(path)
 
 
@@ -136,5 +160,4 @@ def diff_command(before: str, after: str, fmt: str, html: Optional[str]) -> int:
     return int(compare.diff_exit_code(result))
 
 
-__all__ = ["finish", "make_display", "report_command", "diff_command", "load_run",
-           "EXIT_BAD_INPUT"]
+__all__ = ["finish", "make_display", "report_command", "diff_command", "load_run", "EXIT_BAD_INPUT"]

@@ -20,5 +20,6 @@ def finalize(record: RunRecord, detect_options: Optional[Any] = None) -> RunReco
         culprit = None  # type: ignore[assignment]
     if culprit is not None:
         findings = culprit.attribute(record, findings)
-    return dataclasses.replace(record, findings=findings, verdict=result.verdict,
-                               signals=result.signals)
+    return dataclasses.replace(
+        record, findings=findings, verdict=result.verdict, signals=result.signals
+    )

@@ -35,8 +35,9 @@ class NvmlSampler:
                 name = pynvml.nvmlDeviceGetName(handle)
                 total = int(pynvml.nvmlDeviceGetMemoryInfo(handle).total)
                 self._handles.append(handle)
-                self.devices.append(GpuDevice(i, name if isinstance(name, str) else name.decode(),
-                                              total))
+                self.devices.append(
+                    GpuDevice(i, name if isinstance(name, str) else name.decode(), total)
+                )
             self._nvml = pynvml
             if not count:
                 self.unavailable = "NVML found no GPU"
@@ -61,7 +62,8 @@ class NvmlSampler:
             prefix = f"nvml:{dev.index}/"
             try:
                 device_values[prefix + "device_used_bytes"] = float(
-                    nvml.nvmlDeviceGetMemoryInfo(handle).used)
+                    nvml.nvmlDeviceGetMemoryInfo(handle).used
+                )
                 procs = list(nvml.nvmlDeviceGetComputeRunningProcesses(handle))
                 procs += list(nvml.nvmlDeviceGetGraphicsRunningProcesses(handle))
             except Exception:  # noqa: BLE001 - a transient driver error skips one sample

@@ -125,7 +125,9 @@ def prepare_run_dir(output: str) -> str:
     raise LaunchError(f"too many run folders named {stem}.run.*; remove old ones")
 
 
-def make_env(run_dir: str, options: RunOptions, base: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+def make_env(
+    run_dir: str, options: RunOptions, base: Optional[Dict[str, str]] = None
+) -> Dict[str, str]:
     env = dict(os.environ if base is None else base)
     old = env.get("PYTHONPATH")
     env["PYTHONPATH"] = BOOTSTRAP_DIR + (os.pathsep + old if old else "")
@@ -172,16 +174,34 @@ def run(command: List[str], options: RunOptions, run_dir: str, display: Display)
     ram, ram_source = ram_limit()
     gpu = NvmlSampler()
     gpu_bytes = [d.total_bytes for d in gpu.devices]
-    state = RunState(command=command, cwd=os.getcwd(), started_at=started_at,
-                     limits=Limits(ram_bytes=ram, ram_source=ram_source, gpu_bytes=gpu_bytes))
+    state = RunState(
+        command=command,
+        cwd=os.getcwd(),
+        started_at=started_at,
+        limits=Limits(ram_bytes=ram, ram_source=ram_source, gpu_bytes=gpu_bytes),
+    )
     journal = _Journal(run_dir)
-    journal.write({"k": "meta", "command": command, "cwd": state.cwd, "started_at": started_at,
-                   "memprobe_version": __version__,
-                   "limits": {"ram_bytes": ram, "ram_source": ram_source, "gpu_bytes": gpu_bytes}})
+    journal.write(
+        {
+            "k": "meta",
+            "command": command,
+            "cwd": state.cwd,
+            "started_at": started_at,
+            "memprobe_version": __version__,
+            "limits": {"ram_bytes": ram, "ram_source": ram_source, "gpu_bytes": gpu_bytes},
+        }
+    )
     if gpu.unavailable:
         state.event(0.0, None, "no_gpu", f"no GPU series from the driver: {gpu.unavailable}")
-        journal.write({"k": wire.K_EVENT, "t": 0.0, "pid": None, "kind": "no_gpu",
-                       "message": f"no GPU series from the driver: {gpu.unavailable}"})
+        journal.write(
+            {
+                "k": wire.K_EVENT,
+                "t": 0.0,
+                "pid": None,
+                "kind": "no_gpu",
+                "message": f"no GPU series from the driver: {gpu.unavailable}",
+            }
+        )
     oom_before = oom_kill_count()
     env = make_env(run_dir, options)
 
@@ -243,13 +263,24 @@ def run(command: List[str], options: RunOptions, run_dir: str, display: Display)
     oom_after = oom_kill_count()
     oom = None if oom_before is None or oom_after is None else oom_after > oom_before
     exit = ExitInfo(code=None if sig else rc, signal=sig, oom_killed=oom)
-    journal.write({"k": wire.K_EXIT, "code": exit.code, "signal": sig, "oom_killed": oom,
-                   "duration_s": duration})
+    journal.write(
+        {
+            "k": wire.K_EXIT,
+            "code": exit.code,
+            "signal": sig,
+            "oom_killed": oom,
+            "duration_s": duration,
+        }
+    )
     journal.close()
     if sig:
         name = _signal_name(sig)
-        state.event(duration, proc.pid, "signal", f"target killed by signal {sig} ({name})"
-                    + (" — the OOM killer" if oom else ""))
+        state.event(
+            duration,
+            proc.pid,
+            "signal",
+            f"target killed by signal {sig} ({name})" + (" — the OOM killer" if oom else ""),
+        )
     record = state.build(exit, duration)
     return RunOutcome(record=record, exit_code=128 + sig if sig else rc, run_dir=run_dir)
 
@@ -261,7 +292,7 @@ def _signal_name(sig: int) -> str:
         return "unknown"
 
 
-def _open_ptys() -> "tuple[Dict[str, int], Dict[str, int]]":
+def _open_ptys() -> tuple[Dict[str, int], Dict[str, int]]:
     """A pty each for the target's stdout and stderr: it still sees a terminal (colours, line
     buffering), and its output scrolls above the live table."""
     import fcntl
@@ -300,7 +331,7 @@ def _start_reader(name: str, fd: int, display: Display) -> threading.Thread:
     return thread
 
 
-def _install_forwarding(proc: "subprocess.Popen[bytes]") -> Dict[int, Any]:
+def _install_forwarding(proc: subprocess.Popen[bytes]) -> Dict[int, Any]:
     """Forward termination signals to the target. SIGINT is not forwarded: Ctrl-C reaches the
     target directly (same process group), and a second copy would interrupt its cleanup."""
     previous: Dict[int, Any] = {}

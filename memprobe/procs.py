@@ -41,7 +41,10 @@ class TreeSampler:
                 with cached.oneshot():
                     values: Dict[str, float] = {wire.RSS: float(cached.memory_info().rss)}
                     ppid = cached.ppid()
-                    if self.full_info_ok and now - self._last_full.get(proc.pid, 0.0) >= USS_EVERY_S:
+                    if (
+                        self.full_info_ok
+                        and now - self._last_full.get(proc.pid, 0.0) >= USS_EVERY_S
+                    ):
                         self._last_full[proc.pid] = now
                         full = cached.memory_full_info()
                         values["uss_bytes"] = float(full.uss)

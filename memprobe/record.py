@@ -71,7 +71,7 @@ class Process:
     pid: int
     parent_pid: Optional[int] = None
     role: str = "main"
-    rank: Optional[int] = None
+    rank: Optional[int] = None  # global rank; a worker's or child's is its rank's
     worker_id: Optional[int] = None
     argv: List[str] = field(default_factory=list)
     python: Optional[str] = None
@@ -81,6 +81,9 @@ class Process:
     steps: int = 0
     series: Dict[str, Series] = field(default_factory=dict)
     census: List[Dict[str, Any]] = field(default_factory=list)
+    local_rank: Optional[int] = None
+    node: Optional[int] = None  # torchrun GROUP_RANK on multi-node jobs, or set by a merge
+    name: Optional[str] = None  # multiprocessing name ("ForkPoolWorker-2") or program name
 
     def to_json(self) -> Dict[str, Any]:
         d = asdict(self)
@@ -109,15 +112,21 @@ class Process:
             steps=int(d.get("steps", 0) or 0),
             series={str(k): Series.from_json(v) for k, v in series_raw.items()},
             census=[c for c in census if isinstance(c, dict)],
+            local_rank=_opt_int(d.get("local_rank")),
+            node=_opt_int(d.get("node")),
+            name=_opt_str(d.get("name")),
         )
 
     @property
     def label(self) -> str:
+        """ "rank 1", "rank 1 worker 0", "node 2 rank 5", "worker 3", "main", "child"."""
+        node = f"node {self.node} " if self.node is not None else ""
         if self.role == "rank" and self.rank is not None:
-            return f"rank {self.rank}"
+            return f"{node}rank {self.rank}"
+        owner = f"{node}rank {self.rank} " if self.rank is not None else node
         if self.role == "worker" and self.worker_id is not None:
-            return f"worker {self.worker_id}"
-        return self.role
+            return f"{owner}worker {self.worker_id}"
+        return f"{owner}{self.role}"
 
 
 @dataclass(frozen=True)
@@ -156,7 +165,9 @@ class Finding:
             slope_per_s=d.get("slope_per_s"),
             unit=str(d.get("unit", "bytes")),
             confidence=float(d.get("confidence", 0.0) or 0.0),
-            projected_oom=d.get("projected_oom") if isinstance(d.get("projected_oom"), dict) else None,
+            projected_oom=d.get("projected_oom")
+            if isinstance(d.get("projected_oom"), dict)
+            else None,
             culprit=d.get("culprit") if isinstance(d.get("culprit"), dict) else None,
             explanation=str(d.get("explanation", "")),
             fix_hint=_opt_str(d.get("fix_hint")),
@@ -211,8 +222,7 @@ class RunRecord:
         _require(version.isdigit(), f"schema {schema!r} has no integer version")
         if int(version) > SCHEMA_VERSION:
             raise RecordError(
-                f"schema {schema!r} is newer than this memprobe reads ({SCHEMA}); "
-                "upgrade memprobe"
+                f"schema {schema!r} is newer than this memprobe reads ({SCHEMA}); upgrade memprobe"
             )
         procs = d.get("processes")
         _require(isinstance(procs, list), "no 'processes' list")
@@ -289,7 +299,9 @@ def load(path: str) -> RunRecord:
     except UnicodeDecodeError:
         raise RecordError(f"{path} is not UTF-8 text: not a run record") from None
     except json.JSONDecodeError as e:
-        raise RecordError(f"{path} is not valid JSON (truncated?): {e.msg} at line {e.lineno}") from None
+        raise RecordError(
+            f"{path} is not valid JSON (truncated?): {e.msg} at line {e.lineno}"
+        ) from None
     except OSError as e:
         raise RecordError(f"cannot read {path}: {e.strerror or e}") from None
     except RecursionError:

@@ -24,12 +24,22 @@ def cli_env(extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
     return env
 
 
-def run_cli(args: List[str], cwd: Optional[Path] = None, timeout: float = 240,
-            env: Optional[Dict[str, str]] = None) -> "subprocess.CompletedProcess[str]":
+def run_cli(
+    args: List[str],
+    cwd: Optional[Path] = None,
+    timeout: float = 240,
+    env: Optional[Dict[str, str]] = None,
+) -> subprocess.CompletedProcess[str]:
     """``python -m memprobe ARGS`` as a real subprocess, stdin closed."""
-    return subprocess.run([sys.executable, "-m", "memprobe", *args], cwd=cwd, env=env or cli_env(),
-                          capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "memprobe", *args],
+        cwd=cwd,
+        env=env or cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def load(path: Path) -> Dict[str, Any]:

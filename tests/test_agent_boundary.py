@@ -10,7 +10,6 @@ import venv
 from pathlib import Path
 
 from conftest import SCRIPTS, cli_env, load, main_process, run_cli
-
 from memprobe.launcher import BOOTSTRAP_DIR
 
 
@@ -31,8 +30,13 @@ def test_agent_imports_only_the_standard_library(tmp_path: Path) -> None:
         "and not m.startswith('memprobe_agent')]\n"
         "print(json.dumps({'foreign': foreign, 'torch': 'torch' in sys.modules}))\n"
     )
-    out = subprocess.run([sys.executable, "-S", "-c", code], env={"PYTHONPATH": BOOTSTRAP_DIR},
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        env={"PYTHONPATH": BOOTSTRAP_DIR},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     result = json.loads(out.stdout)
     # THEN every new module is stdlib (or the agent's own) and torch is not among them
     assert result == {"foreign": [], "torch": False}
@@ -67,15 +71,17 @@ def test_target_in_a_second_virtualenv(tmp_path: Path) -> None:
 
 def test_memprobe_step_is_a_noop_unprofiled() -> None:
     code = "import memprobe, sys; memprobe.step(); print('memprobe_agent' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env=cli_env())
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=cli_env()
+    )
     assert out.stdout.strip() == "False"
 
 
 def test_python_m_memprobe_and_console_script_agree(tmp_path: Path) -> None:
     a = run_cli(["--help"])
-    b = subprocess.run([str(Path(sys.executable).parent / "memprobe"), "--help"],
-                       capture_output=True, text=True)
+    b = subprocess.run(
+        [str(Path(sys.executable).parent / "memprobe"), "--help"], capture_output=True, text=True
+    )
     assert a.returncode == b.returncode == 0
     assert "run" in a.stdout and a.stdout == b.stdout
     assert SCRIPTS.exists()

@@ -19,8 +19,7 @@ def test_cpu_run_never_initialises_cuda(tmp_path: Path) -> None:
     # GIVEN a torch script that only asks torch.cuda.is_available()
     info = tmp_path / "info.json"
     out = tmp_path / "run.json"
-    proc = run_cli(["run", "-o", str(out), str(SCRIPTS / "cuda_probe.py"), str(info)],
-                   cwd=tmp_path)
+    proc = run_cli(["run", "-o", str(out), str(SCRIPTS / "cuda_probe.py"), str(info)], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     # THEN, seen from inside the target, CUDA was never initialised (by it or by memprobe)
     seen = json.loads(info.read_text())
@@ -39,8 +38,9 @@ def test_gpu_series_and_nvml_when_the_target_uses_cuda(tmp_path: Path) -> None:
     info = tmp_path / "info.json"
     out = tmp_path / "run.json"
     env = dict(__import__("os").environ, USE_CUDA="1", OMP_NUM_THREADS="1")
-    proc = run_cli(["run", "-o", str(out), str(SCRIPTS / "cuda_probe.py"), str(info)],
-                   cwd=tmp_path, env=env)
+    proc = run_cli(
+        ["run", "-o", str(out), str(SCRIPTS / "cuda_probe.py"), str(info)], cwd=tmp_path, env=env
+    )
     assert proc.returncode == 0, proc.stderr
     record = load(out)
     main = main_process(record)
@@ -56,8 +56,11 @@ def test_gpu_leak_is_a_leak_with_holder_and_projection(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     record = load(out)
     assert record["verdict"] == "leak"
-    gpu_findings = [f for f in record["findings"]
-                    if f["verdict"] == "leak" and f["signal"].startswith("cuda:0/allocated")]
+    gpu_findings = [
+        f
+        for f in record["findings"]
+        if f["verdict"] == "leak" and f["signal"].startswith("cuda:0/allocated")
+    ]
     assert gpu_findings, [f["signal"] for f in record["findings"]]
     assert gpu_findings[0]["projected_oom"] is not None
 

@@ -14,8 +14,12 @@ from conftest import SAMPLES, SCRIPTS, cli_env, load, main_process, run_cli, val
 PROBE = SCRIPTS / "probe_target.py"
 
 
-def _probe(tmp_path: Path, exit_mode: str = "0", extra_env: dict | None = None,
-           args: list[str] | None = None) -> tuple:
+def _probe(
+    tmp_path: Path,
+    exit_mode: str = "0",
+    extra_env: dict | None = None,
+    args: list[str] | None = None,
+) -> tuple:
     out = tmp_path / "run.json"
     info = tmp_path / "info.json"
     env = cli_env({"PROBE_OUT": str(info), "PROBE_EXIT": exit_mode, **(extra_env or {})})
@@ -24,8 +28,9 @@ def _probe(tmp_path: Path, exit_mode: str = "0", extra_env: dict | None = None,
 
 
 @pytest.mark.parametrize("mode,code", [("0", 0), ("1", 1), ("3", 3), ("raise", 1), ("msg", 1)])
-def test_exit_codes_and_output_pass_through(tmp_path: Path, schema: dict, mode: str,
-                                            code: int) -> None:
+def test_exit_codes_and_output_pass_through(
+    tmp_path: Path, schema: dict, mode: str, code: int
+) -> None:
     # GIVEN a target that exits in a given way WHEN run under memprobe
     proc, out, _ = _probe(tmp_path, mode)
     # THEN memprobe exits with the target's code, its stdout is untouched, the record is valid
@@ -73,8 +78,9 @@ def test_targets_own_sitecustomize_still_runs(tmp_path: Path) -> None:
 def test_module_form(tmp_path: Path) -> None:
     out = tmp_path / "run.json"
     env = cli_env({"PYTHONPATH": str(SCRIPTS)})
-    proc = run_cli(["run", "-o", str(out), "-m", "pkg_demo.worker", "a", "--b"], cwd=tmp_path,
-                   env=env)
+    proc = run_cli(
+        ["run", "-o", str(out), "-m", "pkg_demo.worker", "a", "--b"], cwd=tmp_path, env=env
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "module __main__ ['a', '--b']\n"
     main = main_process(load(out))
@@ -85,8 +91,11 @@ def test_double_dash_form_with_interpreter_flags(tmp_path: Path) -> None:
     out = tmp_path / "run.json"
     info = tmp_path / "info.json"
     env = cli_env({"PROBE_OUT": str(info)})
-    proc = run_cli(["run", "-o", str(out), "--", sys.executable, "-X", "dev", str(PROBE), "z"],
-                   cwd=tmp_path, env=env)
+    proc = run_cli(
+        ["run", "-o", str(out), "--", sys.executable, "-X", "dev", str(PROBE), "z"],
+        cwd=tmp_path,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(info.read_text())["argv"] == [str(PROBE), "z"]
     assert load(out)["command"][:3] == [sys.executable, "-X", "dev"]
@@ -99,8 +108,11 @@ def test_shell_script_that_starts_python(tmp_path: Path) -> None:
     script.chmod(0o755)
     out = tmp_path / "run.json"
     info = tmp_path / "info.json"
-    proc = run_cli(["run", "-o", str(out), "--", str(script)], cwd=tmp_path,
-                   env=cli_env({"PROBE_OUT": str(info)}))
+    proc = run_cli(
+        ["run", "-o", str(out), "--", str(script)],
+        cwd=tmp_path,
+        env=cli_env({"PROBE_OUT": str(info)}),
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "from-shell\nstdout-line\n"
     assert json.loads(info.read_text())["agent_loaded"] is True
@@ -109,8 +121,10 @@ def test_shell_script_that_starts_python(tmp_path: Path) -> None:
 
 def test_pure_python_leak_series_grow(tmp_path: Path, schema: dict) -> None:
     out = tmp_path / "run.json"
-    proc = run_cli(["run", "-o", str(out), str(SAMPLES / "leak_pure_python.py"), "--steps", "300"],
-                   cwd=tmp_path)
+    proc = run_cli(
+        ["run", "-o", str(out), str(SAMPLES / "leak_pure_python.py"), "--steps", "300"],
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("handled 300 events")
     record = load(out)
@@ -125,8 +139,9 @@ def test_pure_python_leak_series_grow(tmp_path: Path, schema: dict) -> None:
 
 def test_torch_loss_list_records_steps_and_growth(tmp_path: Path, schema: dict) -> None:
     out = tmp_path / "run.json"
-    proc = run_cli(["run", "-o", str(out), str(SAMPLES / "leak_loss_list.py"), "--steps", "300"],
-                   cwd=tmp_path)
+    proc = run_cli(
+        ["run", "-o", str(out), str(SAMPLES / "leak_loss_list.py"), "--steps", "300"], cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr
     record = load(out)
     validate(record, schema)
@@ -151,12 +166,15 @@ def test_default_output_name_and_message(tmp_path: Path) -> None:
     assert oct(os.stat(made[0]).st_mode & 0o777) == "0o600"
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["run", "no_such_script.py"], "no such script"),
-    (["run", "--", "no-such-command-xyz"], "command not found"),
-    (["run", "-o", "/no/such/dir/run.json", str(PROBE)], "does not exist"),
-    (["run", "--", sys.executable, "-I", str(PROBE)], "-I"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["run", "no_such_script.py"], "no such script"),
+        (["run", "--", "no-such-command-xyz"], "command not found"),
+        (["run", "-o", "/no/such/dir/run.json", str(PROBE)], "does not exist"),
+        (["run", "--", sys.executable, "-I", str(PROBE)], "-I"),
+    ],
+)
 def test_bad_invocations_fail_with_one_line(tmp_path: Path, args: list, needle: str) -> None:
     proc = run_cli(args, cwd=tmp_path)
     assert proc.returncode == 2
@@ -171,8 +189,13 @@ def test_stdout_redirect_keeps_target_output_exact(tmp_path: Path) -> None:
     with open(log, "w") as f:
         import subprocess
 
-        rc = subprocess.run([sys.executable, "-m", "memprobe", "run", "-o", str(tmp_path / "r.json"),
-                             str(PROBE)], stdout=f, stderr=subprocess.PIPE, env=cli_env(),
-                            cwd=tmp_path, stdin=subprocess.DEVNULL).returncode
+        rc = subprocess.run(
+            [sys.executable, "-m", "memprobe", "run", "-o", str(tmp_path / "r.json"), str(PROBE)],
+            stdout=f,
+            stderr=subprocess.PIPE,
+            env=cli_env(),
+            cwd=tmp_path,
+            stdin=subprocess.DEVNULL,
+        ).returncode
     assert rc == 0
     assert log.read_text() == "stdout-line\n"

@@ -9,7 +9,9 @@ from rich.text import Text
 
 _BLOCKS = "▁▂▃▄▅▆▇█"
 # C0/C1 controls and escape sequences from the target must never reach the terminal raw
-_CONTROL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL = re.compile(
+    r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+)
 
 
 def fmt_bytes(n: Optional[float], signed: bool = False) -> str:

@@ -37,45 +37,62 @@ def _steps_per_s(p: ProcState) -> Optional[float]:
     if len(pts) < 2:
         return None
     t_end, s_end = pts[-1]
-    for t, s in reversed(pts):
-        if t_end - t >= 5.0:
-            break
-    if t_end <= t:
+    # the oldest point within the last 5 s (or the first point of a shorter run)
+    t_start, s_start = next(((t, s) for t, s in reversed(pts) if t_end - t >= 5.0), pts[0])
+    if t_end <= t_start:
         return None
-    return (s_end - s) / (t_end - t)
+    return (s_end - s_start) / (t_end - t_start)
 
 
 def _rss(p: ProcState) -> List[float]:
     return p.rss().value
 
 
-def build_table(state: RunState, elapsed: float, verdicts: Optional[Verdicts] = None,
-                header: Optional[Text] = None) -> RenderableType:
+def build_table(
+    state: RunState,
+    elapsed: float,
+    verdicts: Optional[Verdicts] = None,
+    header: Optional[Text] = None,
+) -> RenderableType:
     roles = state.roles()
     table = Table(box=None, pad_edge=False, header_style="bold", expand=False)
-    for col, justify in (("process", "left"), ("pid", "right"), ("step", "right"),
-                         ("steps/s", "right"), ("RSS", "right"), ("Δ start", "right"),
-                         ("trend", "left"), ("rate", "right"), ("verdict", "left")):
+    for col, justify in (
+        ("process", "left"),
+        ("pid", "right"),
+        ("step", "right"),
+        ("steps/s", "right"),
+        ("RSS", "right"),
+        ("Δ start", "right"),
+        ("trend", "left"),
+        ("rate", "right"),
+        ("verdict", "left"),
+    ):
         table.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     shown = [p for p in state.procs.values() if _rss(p)]
     shown.sort(key=lambda p: (0 if roles[p.pid][0] == "main" else 1, p.pid))
     for p in shown[:MAX_ROWS]:
         role, rank = roles[p.pid]
-        label = f"rank {rank}" if rank is not None else (
-            f"worker {p.worker_id}" if p.worker_id is not None else role)
+        label = (
+            f"rank {rank}"
+            if rank is not None
+            else (f"worker {p.worker_id}" if p.worker_id is not None else role)
+        )
         rss = _rss(p)
         sps = _steps_per_s(p)
         verdict, rate = (verdicts or {}).get((p.pid, wire.RSS), ("", ""))
         table.add_row(
-            Text(label), str(p.pid), f"{p.steps:,}" if p.steps else "–",
+            Text(label),
+            str(p.pid),
+            f"{p.steps:,}" if p.steps else "–",
             f"{sps:,.1f}" if sps is not None else "–",
-            fmt_bytes(rss[-1]), fmt_bytes(rss[-1] - rss[0], signed=True),
+            fmt_bytes(rss[-1]),
+            fmt_bytes(rss[-1] - rss[0], signed=True),
             Text(sparkline(rss, width=24), style="cyan"),
-            Text(rate), Text(verdict.replace("_", " "), style=VERDICT_STYLE.get(verdict, "")),
+            Text(rate),
+            Text(verdict.replace("_", " "), style=VERDICT_STYLE.get(verdict, "")),
         )
     if len(shown) > MAX_ROWS:
-        table.add_row(Text(f"… {len(shown) - MAX_ROWS} more processes", style="dim"),
-                      *[""] * 8)
+        table.add_row(Text(f"… {len(shown) - MAX_ROWS} more processes", style="dim"), *[""] * 8)
     title = Text(f"memprobe · {elapsed:,.0f} s · ", style="bold")
     title.append(safe_text(" ".join(state.command), limit=60))
     parts: List[RenderableType] = [title]
@@ -90,8 +107,12 @@ class LiveDisplay:
 
     captures_output = True
 
-    def __init__(self, console: Console, verdicts: Optional[Callable[[RunState], Verdicts]] = None,
-                 header: Optional[HeaderFn] = None) -> None:
+    def __init__(
+        self,
+        console: Console,
+        verdicts: Optional[Callable[[RunState], Verdicts]] = None,
+        header: Optional[HeaderFn] = None,
+    ) -> None:
         self.console = console
         self._verdicts = verdicts
         self._header = header
@@ -105,9 +126,14 @@ class LiveDisplay:
         self._cached_header: Optional[Text] = None
 
     def start(self, state: RunState) -> None:
-        self._live = Live(get_renderable=lambda: self._renderable, console=self.console,
-                          refresh_per_second=4, transient=False, redirect_stdout=False,
-                          redirect_stderr=False)
+        self._live = Live(
+            get_renderable=lambda: self._renderable,
+            console=self.console,
+            refresh_per_second=4,
+            transient=False,
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )
         self._live.start()
 
     def update(self, state: RunState) -> None:
@@ -133,8 +159,9 @@ class LiveDisplay:
         with self._lock:
             for rest in self._partial.values():
                 if rest:
-                    self.console.print(Text.from_ansi(rest.decode("utf-8", "replace")),
-                                       soft_wrap=True)
+                    self.console.print(
+                        Text.from_ansi(rest.decode("utf-8", "replace")), soft_wrap=True
+                    )
             self._partial.clear()
         self.update(state)
         if self._live is not None:
@@ -180,7 +207,9 @@ def progress_line(state: RunState, elapsed: float) -> str:
             continue
         role = roles[p.pid][0]
         step = f" step {p.steps:,}" if p.steps else ""
-        parts.append(f"{role} {p.pid}{step} RSS {fmt_bytes(rss[-1])} "
-                     f"({fmt_bytes(rss[-1] - rss[0], signed=True)})")
+        parts.append(
+            f"{role} {p.pid}{step} RSS {fmt_bytes(rss[-1])} "
+            f"({fmt_bytes(rss[-1] - rss[0], signed=True)})"
+        )
     body = "; ".join(parts[:4]) + (f"; +{len(parts) - 4} more" if len(parts) > 4 else "")
     return safe_text(f"memprobe: {elapsed:,.0f}s {body or 'waiting for samples'}").plain

@@ -103,8 +103,11 @@ class Agent:
             return fn(*args)
         except Exception as e:  # noqa: BLE001 - the target must never see our errors
             self.disabled.add(name)
-            self.event("collector_off", f"collector {name!r} raised {type(e).__name__}: {e}; "
-                       "switched off for the rest of the run")
+            self.event(
+                "collector_off",
+                f"collector {name!r} raised {type(e).__name__}: {e}; "
+                "switched off for the rest of the run",
+            )
             return None
 
     # -- sampling --------------------------------------------------------------------------
@@ -141,8 +144,10 @@ class Agent:
                 self.ident.poll(self)
                 now = time.monotonic()
                 # time-based samples only while no steps come (none yet, or a long stall)
-                if (now - self.last_step_t > self.idle_interval
-                        and now - self.last_bg_sample >= self.idle_interval):
+                if (
+                    now - self.last_step_t > self.idle_interval
+                    and now - self.last_bg_sample >= self.idle_interval
+                ):
                     self.last_bg_sample = now
                     self.sample(None, now)
                     exp = self.expensive
@@ -162,8 +167,11 @@ class Agent:
             spec = getattr(mod, "__spec__", None)
             if spec is not None and getattr(spec, "_initializing", False):
                 return False  # still being imported by the target: look again shortly
-            self.event("no_step_hook", "this torch has no global optimizer step hook; "
-                       "call memprobe.step() each iteration for step-aligned samples")
+            self.event(
+                "no_step_hook",
+                "this torch has no global optimizer step hook; "
+                "call memprobe.step() each iteration for step-aligned samples",
+            )
             return True
         register(_optimizer_hook)
         self.event("step_hook", "registered torch's global optimizer step post-hook")
