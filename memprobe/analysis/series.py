@@ -132,5 +132,5 @@ def reduce_points(x: Array, y: Array, max_points: int) -> tuple[Array, Array]:
     return xb, yb
 
 
-def as_array(values: Sequence[float]) -> Array:
+def as_array(values: Sequence[float] | Array) -> Array:
     return np.asarray(values, dtype=np.float64)

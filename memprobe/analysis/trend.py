@@ -20,6 +20,8 @@ from scipy import stats
 
 from memprobe.analysis.series import Array, reduce_points
 
+BAND_BLOCKS = 16
+
 
 @dataclass(frozen=True)
 class Trend:
@@ -130,9 +132,7 @@ def sawtooth_floor(x: Array, y: Array) -> Optional[tuple[Array, Array]]:
     if threshold <= 0:
         return None
     drops = [
-        i
-        for i in range(len(d))
-        if d[i] < -threshold and not (i > 0 and d[i - 1] > 0.5 * -d[i])
+        i for i in range(len(d)) if d[i] < -threshold and not (i > 0 and d[i - 1] > 0.5 * -d[i])
     ]
     if len(drops) < 2:
         return None
@@ -149,10 +149,10 @@ def sawtooth_floor(x: Array, y: Array) -> Optional[tuple[Array, Array]]:
     return x[pick], y[pick]
 
 
-def growth_stopped(x: Array, y: Array, slope: float, ratio: float, max_points: int) -> bool:
+def growth_stopped(x: Array, y: Array, limit: float, max_points: int) -> bool:
     """True when the last third of the window grows, at 90 % confidence, slower
-    than ``ratio`` times the window's slope: a plateau, not a leak."""
-    if slope <= 0:
+    than ``limit`` per unit of x: growth that stopped (a plateau), not a leak."""
+    if limit <= 0:
         return False
     n = len(x)
     k = n - max(6, n // 3)
@@ -164,4 +164,21 @@ def growth_stopped(x: Array, y: Array, slope: float, ratio: float, max_points: i
     if float(np.ptp(yr)) == 0.0:
         return True
     res = stats.theilslopes(yr, xr, alpha=0.90)
-    return float(res[3]) < ratio * slope
+    return float(res[3]) < limit
+
+
+def rise_over_band(x: Array, y: Array, slope: float, blocks: int = BAND_BLOCKS) -> float:
+    """How many times the fitted rise over the window exceeds the noise band.
+
+    The band is the full range of the residuals of ``blocks`` block medians
+    around the line. For a trend with stationary noise the ratio grows like
+    n^1.5; for a driftless random walk - whose residuals wander as far as the
+    line rises - it stays O(1) whatever n (99.5 % quantile ~4.5 at 16 blocks,
+    measured over 3000 walks of 50 to 1000 points).
+    """
+    xb, yb = reduce_points(x, y, blocks)
+    rise = slope * float(x[-1] - x[0])
+    band = float(np.ptp(yb - slope * xb))
+    if band <= 0.0:
+        return math.inf if rise > 0 else 0.0
+    return rise / band

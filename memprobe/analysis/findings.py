@@ -1,0 +1,181 @@
+"""Findings: a one-line explanation a person understands, and a fix hint by pattern."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+from memprobe.analysis.verdict import LEAK, NO_LEAK, SignalVerdict, format_bytes
+from memprobe.record import Finding
+
+_LOSS_HINT = "keep numbers, not tensors: `total += loss.item()` / `losses.append(loss.detach())`"
+_DETACH_HINT = (
+    "state carried across steps keeps every step's graph alive: detach it at the step "
+    "boundary (`h = h.detach()`, `running = running.detach()`)"
+)
+_CONTAINER_HINT = "clear it when it has been used, or bound it: `collections.deque(maxlen=N)`"
+_MODULE_HINT = (
+    "old models stay alive: drop the reference (registry, 'best so far' slot, reference "
+    "cycle) and copy weights with `load_state_dict` instead of `deepcopy`"
+)
+_NUMPY_HINT = "per-step NumPy arrays are kept: preallocate and reuse a buffer, or keep summaries"
+_FIGURE_HINT = "figures are never closed: call `plt.close(fig)` after saving each one"
+_HEAP_HINT = (
+    "Python objects accumulate: look for a list or dict on a long-lived object that only "
+    "grows; clear it or use `collections.deque(maxlen=N)`"
+)
+_WORKER_HINT = (
+    "DataLoader workers touch the refcounts of a Python-object dataset and copy its pages "
+    "(pytorch/pytorch#13246): store it in NumPy arrays or Arrow instead of lists of objects"
+)
+_FRAGMENTATION_HINT = (
+    "not a leak but allocator fragmentation: try `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`"
+)
+
+# (name prefix or exact name, what grows, hint); first match wins
+_PATTERNS: List[Tuple[str, str, Optional[str]]] = [
+    ("tensors:grad_fn_count", "tensors that hold an autograd graph", _LOSS_HINT),
+    ("graph:roots", "live autograd graphs", _LOSS_HINT),
+    ("graph:largest", "the largest live autograd graph (nodes)", _DETACH_HINT),
+    ("graph:nodes", "autograd graph nodes kept alive", _DETACH_HINT),
+    ("tensors:", "live tensors", _LOSS_HINT),
+    ("modules:", "nn.Module instances and their parameters", _MODULE_HINT),
+    ("figures:", "open matplotlib figures", _FIGURE_HINT),
+    ("ndarray:", "NumPy arrays", _NUMPY_HINT),
+    ("container:", "a container's length", _CONTAINER_HINT),
+    ("objects:", "live objects of one type", _HEAP_HINT),
+    ("py_alloc_blocks", "Python heap blocks", _HEAP_HINT),
+    ("gc_tracked_objects", "gc-tracked Python objects", _HEAP_HINT),
+    ("cuda:", "GPU memory held by tensors", _LOSS_HINT),
+    ("rss_bytes", "resident memory (RSS)", None),
+    ("uss_bytes", "unique memory (USS)", None),
+]
+
+
+def describe(signal: str) -> Tuple[str, Optional[str]]:
+    """What a signal's growth means, and the usual fix, for any signal name."""
+    for key, what, hint in _PATTERNS:
+        if signal == key or (key.endswith(":") and signal.startswith(key)):
+            if key == "container:":
+                holder = signal[len(key) :].rsplit(":", 1)[0]
+                return f"`{holder}`'s length", hint
+            if key == "objects:":
+                return f"live `{signal[len(key) :]}` objects", hint
+            return what, hint
+    return f"`{signal}`", None
+
+
+def rate_text(v: SignalVerdict) -> str:
+    """'+2.1 MiB/step (+126 MiB/min)' or '+1/step (+340/min)'."""
+    parts = []
+    if v.slope_per_step is not None:
+        parts.append(_num(v.slope_per_step, v.unit) + "/step")
+    if v.slope_per_s is not None:
+        per_min = _num(v.slope_per_s * 60.0, v.unit) + "/min"
+        parts.append(f"({per_min})" if parts else per_min)
+    return " ".join(parts) or _num(v.slope, v.unit) + "/" + ("step" if v.axis == "step" else "s")
+
+
+def _num(v: float, unit: str) -> str:
+    if unit == "bytes":
+        return format_bytes(v)
+    return f"{v:+,.3g}" if abs(v) < 1000 else f"{v:+,.0f}"
+
+
+def projection_text(proj: Optional[Dict[str, Any]]) -> str:
+    if not proj:
+        return ""
+    limit = format_bytes(float(proj["limit_bytes"])).lstrip("+")
+    where = []
+    if proj.get("step") is not None:
+        where.append(f"≈ step {proj['step']:,}")
+    if proj.get("t_s") is not None:
+        where.append(f"≈ {_duration(float(proj['t_s']))} into the run")
+    return f"; at this rate it reaches the {limit} limit at " + (", ".join(where) or "some point")
+
+
+def _duration(s: float) -> str:
+    if s < 120:
+        return f"{s:.0f} s"
+    if s < 7200:
+        return f"{s / 60:.0f} min"
+    if s < 2 * 86400:
+        return f"{s / 3600:.1f} h"
+    return f"{s / 86400:.1f} days"
+
+
+def leak_finding(
+    pid: Optional[int],
+    signal: str,
+    v: SignalVerdict,
+    projection: Optional[Dict[str, Any]],
+    role: str = "main",
+    related: Optional[List[str]] = None,
+) -> Finding:
+    """A leak finding; the culprit is left for the census analysis to fill."""
+    what, hint = describe(signal)
+    if signal in ("rss_bytes", "uss_bytes") and role == "worker":
+        hint = _WORKER_HINT
+    if hint is None and related:
+        hint = describe(related[0])[1]
+    after = " after the warm-up" if v.warmup_end_x is not None else ""
+    floor = " (the floor of its sawtooth)" if v.floor else ""
+    text = f"{what[0].upper()}{what[1:]} grows{floor} by {rate_text(v)}{after}"
+    text += projection_text(projection) + "."
+    return Finding(
+        signal=signal,
+        pid=pid,
+        verdict=LEAK,
+        slope_per_step=v.slope_per_step,
+        slope_per_s=v.slope_per_s,
+        unit=v.unit,
+        confidence=v.confidence,
+        projected_oom=projection,
+        culprit=None,
+        explanation=text,
+        fix_hint=hint,
+        evidence=evidence(v, related),
+        kind="leak",
+    )
+
+
+def fragmentation_finding(
+    pid: Optional[int], reserved_signal: str, reserved: SignalVerdict, allocated: SignalVerdict
+) -> Finding:
+    """CUDA reserved grows while allocated is flat: fragmentation, not a leak."""
+    text = (
+        f"The CUDA caching allocator's reserved memory grows by {rate_text(reserved)} while "
+        f"memory allocated to tensors stays flat: fragmentation, not a leak."
+    )
+    ev = evidence(reserved, None)
+    ev["allocated"] = allocated.summary()
+    return Finding(
+        signal=reserved_signal,
+        pid=pid,
+        verdict=NO_LEAK,
+        slope_per_step=reserved.slope_per_step,
+        slope_per_s=reserved.slope_per_s,
+        unit="bytes",
+        confidence=reserved.confidence,
+        explanation=text,
+        fix_hint=_FRAGMENTATION_HINT,
+        evidence=ev,
+        kind="fragmentation",
+    )
+
+
+def evidence(v: SignalVerdict, related: Optional[List[str]]) -> Dict[str, Any]:
+    ev: Dict[str, Any] = {
+        "axis": v.axis,
+        "n": v.n,
+        "window": [v.x0, v.x_end],
+        "warmup_end_x": v.warmup_end_x,
+        "ci": [v.ci_low, v.ci_high],
+        "p_value": v.p_value,
+        "autocorrelation_inflation": v.inflation,
+        "growth": v.growth,
+        "sawtooth_floor": v.floor,
+        "reason": v.reason,
+    }
+    if related:
+        ev["related_signals"] = list(related)
+    return ev

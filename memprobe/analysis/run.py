@@ -1,0 +1,202 @@
+"""A whole run: every signal of every process judged, findings, one run verdict.
+
+The run verdict keeps false alarms per RUN, not per signal, under
+``1 - confidence``:
+
+- the false-alarm budget is split over every signal judged (Bonferroni);
+- Python-heap counters (``py_alloc_blocks``, ``gc_tracked_objects``,
+  ``objects:*``) wobble together with cyclic garbage and interpreter caches, so
+  a leak on one of them counts only when another signal of the same process
+  agrees; alone it is reported as inconclusive;
+- high-water marks (``max_*``) and CUDA reserved/inactive bytes never make a
+  leak by themselves (reserved growing over flat allocated is fragmentation).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any, Dict, List, Optional, Tuple
+
+from memprobe.analysis.findings import fragmentation_finding, leak_finding
+from memprobe.analysis.options import DEFAULT_OPTIONS, DetectOptions
+from memprobe.analysis.projection import project_oom
+from memprobe.analysis.series import family_of, prepare, unit_of
+from memprobe.analysis.verdict import INCONCLUSIVE, LEAK, NO_LEAK, SignalVerdict, judge_series
+from memprobe.record import Finding, Process, RunRecord
+
+# families whose leak verdict can make the run's verdict "leak"
+COUNTED = ("memory", "count", "heap")
+_NOT_TESTED = ("peak",)
+_CUDA_RESERVED = re.compile(r"^cuda:(\d+)/reserved_bytes$")
+# the order findings are listed in: what the person sees first
+_FAMILY_ORDER = {"memory": 0, "count": 1, "heap": 2}
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """What ``analyze`` found: the findings, the run verdict, per-signal summaries.
+
+    ``signals`` is ``{"<pid>": {"<signal>": SignalVerdict.summary()}}``, the
+    shape of ``RunRecord.signals``; ``headline`` is one line for a person.
+    """
+
+    findings: List[Finding]
+    verdict: str
+    signals: Dict[str, Any]
+    headline: str = ""
+    verdicts: Dict[Tuple[int, str], SignalVerdict] = field(default_factory=dict, repr=False)
+
+
+def process_axis(process: Process) -> str:
+    """Steps where the process has them, else time."""
+    for s in process.series.values():
+        if sum(1 for st in s.step if st is not None) >= 3:
+            return "step"
+    return "time"
+
+
+def count_tests(record: RunRecord) -> int:
+    return max(
+        1,
+        sum(1 for p in record.processes for name in p.series if family_of(name) not in _NOT_TESTED),
+    )
+
+
+def judge_process(
+    process: Process, options: DetectOptions, n_tests: int
+) -> Dict[str, SignalVerdict]:
+    """Every signal of one process, judged on the process' x-axis."""
+    axis = process_axis(process)
+    out: Dict[str, SignalVerdict] = {}
+    for name, series in sorted(process.series.items()):
+        prep = prepare(series, axis)
+        out[name] = judge_series(
+            prep.x,
+            prep.y,
+            unit_of(name),
+            options,
+            axis=axis,
+            t=prep.t,
+            family=family_of(name),
+            n_tests=n_tests,
+        )
+    return corroborate(out)
+
+
+def corroborate(verdicts: Dict[str, SignalVerdict]) -> Dict[str, SignalVerdict]:
+    """A heap-counter leak with no other leaking signal in its process is only
+    inconclusive: those counters move together for reasons that are no leak."""
+    leaking = [n for n, v in verdicts.items() if v.verdict == LEAK and v.family in COUNTED]
+    if len(leaking) != 1 or verdicts[leaking[0]].family != "heap":
+        return verdicts
+    name = leaking[0]
+    v = verdicts[name]
+    out = dict(verdicts)
+    out[name] = replace(
+        v,
+        verdict=INCONCLUSIVE,
+        reason=v.reason + ", but no other signal agrees",
+        needed="a second signal growing with it (a census series, or RSS)",
+    )
+    return out
+
+
+def run_verdict(verdicts: List[SignalVerdict]) -> str:
+    """leak if any counted signal leaks; no_leak once a memory signal (or most
+    signals) is judged no_leak; else inconclusive."""
+    counted = [v for v in verdicts if v.family in COUNTED]
+    if any(v.verdict == LEAK for v in counted):
+        return LEAK
+    if any(v.verdict == NO_LEAK and v.family == "memory" for v in counted):
+        return NO_LEAK
+    judged = [v for v in counted if v.verdict != INCONCLUSIVE]
+    if judged and 2 * len(judged) >= len(counted):
+        return NO_LEAK
+    return INCONCLUSIVE
+
+
+def analyze(record: RunRecord, options: DetectOptions = DEFAULT_OPTIONS) -> Analysis:
+    """Judge every signal of every process of a run and call the run."""
+    n_tests = count_tests(record)
+    findings: List[Finding] = []
+    signals: Dict[str, Any] = {}
+    all_verdicts: Dict[Tuple[int, str], SignalVerdict] = {}
+    for proc in record.processes:
+        verdicts = judge_process(proc, options, n_tests)
+        signals[str(proc.pid)] = {name: v.summary() for name, v in verdicts.items()}
+        all_verdicts.update({(proc.pid, name): v for name, v in verdicts.items()})
+        findings.extend(_process_findings(proc, verdicts, record))
+    verdict = run_verdict(list(all_verdicts.values()))
+    findings.sort(key=_finding_order)
+    return Analysis(
+        findings=findings,
+        verdict=verdict,
+        signals=signals,
+        headline=headline(verdict, findings),
+        verdicts=all_verdicts,
+    )
+
+
+def _process_findings(
+    proc: Process, verdicts: Dict[str, SignalVerdict], record: RunRecord
+) -> List[Finding]:
+    out: List[Finding] = []
+    leaking = sorted(
+        (n for n, v in verdicts.items() if v.verdict == LEAK and v.family in COUNTED),
+        key=lambda n: (_FAMILY_ORDER.get(verdicts[n].family, 9), -verdicts[n].confidence),
+    )
+    ram_level = _ram_level(verdicts)
+    for name in leaking:
+        v = verdicts[name]
+        related = [n for n in leaking if n != name]
+        # structured counts explain a byte leak best: list them first
+        related.sort(key=lambda n: 0 if verdicts[n].family == "count" else 1)
+        proj = project_oom(name, v, record.limits, ram_level)
+        out.append(leak_finding(proc.pid, name, v, proj, proc.role, related))
+    for name, reserved in verdicts.items():
+        m = _CUDA_RESERVED.match(name)
+        allocated = verdicts.get(f"cuda:{m.group(1)}/allocated_bytes") if m else None
+        if allocated is None or reserved.verdict != LEAK:
+            continue
+        if allocated.verdict != LEAK and allocated.slope < 0.1 * reserved.slope:
+            out.append(fragmentation_finding(proc.pid, name, reserved, allocated))
+    return out
+
+
+def _ram_level(verdicts: Dict[str, SignalVerdict]) -> Optional[float]:
+    for name in ("rss_bytes", "uss_bytes"):
+        v = verdicts.get(name)
+        if v is not None and v.last_value is not None:
+            return v.last_value
+    return None
+
+
+def _finding_order(f: Finding) -> Tuple[int, int, float]:
+    kind = 0 if f.kind == "leak" else 1
+    fam = _FAMILY_ORDER.get(family_of(f.signal), 9)
+    return (kind, fam, -f.confidence)
+
+
+def headline(verdict: str, findings: List[Finding]) -> str:
+    """One line for a person: the verdict, the first finding's rate and projection."""
+    leaks = [f for f in findings if f.kind == "leak"]
+    if verdict == LEAK and leaks:
+        first = leaks[0]
+        rest = f" (+{len(leaks) - 1} more signals)" if len(leaks) > 1 else ""
+        return f"LEAK: {first.explanation}{rest}"
+    if verdict == NO_LEAK:
+        return "no leak: memory stays flat after the warm-up"
+    return "inconclusive: not enough steps yet to tell"
+
+
+__all__ = [
+    "Analysis",
+    "analyze",
+    "corroborate",
+    "count_tests",
+    "headline",
+    "judge_process",
+    "process_axis",
+    "run_verdict",
+]

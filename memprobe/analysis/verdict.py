@@ -1,0 +1,249 @@
+"""One series in, one verdict out: leak / no_leak / inconclusive, with its numbers."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Dict, Optional, Sequence
+
+import numpy as np
+from scipy import stats
+
+from memprobe.analysis.options import DEFAULT_OPTIONS, DetectOptions
+from memprobe.analysis.series import Array, as_array, reduce_points, steps_per_second
+from memprobe.analysis.trend import (
+    Trend,
+    fit_trend,
+    growth_stopped,
+    rise_over_band,
+    sawtooth_floor,
+)
+from memprobe.analysis.warmup import detect_warmup
+
+LEAK, NO_LEAK, INCONCLUSIVE = "leak", "no_leak", "inconclusive"
+
+
+@dataclass(frozen=True)
+class SignalVerdict:
+    """The verdict on one signal, and everything a report needs to show why.
+
+    ``slope``, ``ci_low`` and ``ci_high`` are per unit of ``axis`` (per step or
+    per second). The fitted line is ``intercept + slope * (x - x0)``, drawn
+    from ``x0`` (the end of the warm-up) to ``x_end``.
+    """
+
+    verdict: str
+    unit: str
+    axis: str
+    family: str
+    reason: str
+    n: int
+    slope: float = 0.0
+    slope_per_step: Optional[float] = None
+    slope_per_s: Optional[float] = None
+    ci_low: float = 0.0
+    ci_high: float = 0.0
+    confidence: float = 0.0
+    p_value: float = 1.0
+    warmup_end_x: Optional[float] = None
+    x0: Optional[float] = None
+    x_end: Optional[float] = None
+    t_end: Optional[float] = None
+    intercept: Optional[float] = None
+    last_value: Optional[float] = None
+    growth: float = 0.0
+    steps_per_s: Optional[float] = None
+    needed: Optional[str] = None
+    floor: bool = False
+    plateau: bool = False
+    inflation: float = 1.0
+
+    def summary(self) -> Dict[str, Any]:
+        """The per-signal entry of ``RunRecord.signals``."""
+        return {
+            "verdict": self.verdict,
+            "slope_per_step": self.slope_per_step,
+            "slope_per_s": self.slope_per_s,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "confidence": round(self.confidence, 6),
+            "warmup_end_x": self.warmup_end_x,
+            "n": self.n,
+            "unit": self.unit,
+            "axis": self.axis,
+            "family": self.family,
+            "x0": self.x0,
+            "x_end": self.x_end,
+            "intercept": self.intercept,
+            "reason": self.reason,
+            "needed": self.needed,
+            "floor": self.floor,
+            "plateau": self.plateau,
+        }
+
+
+def judge_series(
+    x: Sequence[float] | Array,
+    y: Sequence[float] | Array,
+    unit: str = "bytes",
+    options: DetectOptions = DEFAULT_OPTIONS,
+    *,
+    axis: str = "step",
+    t: Optional[Sequence[float] | Array] = None,
+    family: Optional[str] = None,
+    n_tests: int = 1,
+) -> SignalVerdict:
+    """Judge one series (x sorted ascending; steps or seconds as ``axis`` says).
+
+    ``t`` (seconds, same length) turns per-step rates into per-second ones.
+    ``n_tests`` is how many signals the caller judges together: the run's
+    false-alarm budget ``1 - options.confidence`` is split between them.
+    """
+    xa, ya = as_array(x), as_array(y)
+    ta = as_array(t) if t is not None and len(t) == len(xa) else None
+    fam = family or ("memory" if unit == "bytes" else "count")
+    keep = np.isfinite(xa) & np.isfinite(ya)
+    xa, ya = xa[keep], ya[keep]
+    ta = ta[keep] if ta is not None else None
+    n = len(xa)
+    base: Dict[str, Any] = {"unit": unit, "axis": axis, "family": fam}
+    word = "steps" if axis == "step" else "seconds"
+    if n < options.min_points:
+        return SignalVerdict(
+            INCONCLUSIVE,
+            reason=f"only {n} samples",
+            n=n,
+            needed=f"at least {options.min_points - n} more samples",
+            **base,
+        )
+    xr, yr = reduce_points(xa, ya, options.max_points)
+    k = detect_warmup(xr, yr, options.max_warmup_fraction)
+    w_x = float(xr[k])
+    window = xa >= w_x
+    xw, yw = xa[window], ya[window]
+    tw = ta[window] if ta is not None else None
+    span = float(xw[-1] - xw[0]) if len(xw) else 0.0
+    min_span = options.min_span_steps if axis == "step" else options.min_span_seconds
+    warm = w_x if k > 0 else None
+    if len(xw) < options.min_points or span < min_span:
+        more_pts = max(0, options.min_points - len(xw))
+        more_x = max(0.0, min_span - span)
+        return SignalVerdict(
+            INCONCLUSIVE,
+            reason="too short after the warm-up" if warm is not None else "too short",
+            n=len(xw),
+            warmup_end_x=warm,
+            needed=_needed_text(more_pts, more_x, word),
+            **base,
+        )
+    sps = steps_per_second(xw, tw) if axis == "step" and tw is not None else None
+    floor = sawtooth_floor(xw, yw)
+    xj, yj = floor if floor is not None else (xw, yw)
+    heap = fam == "heap"
+    alpha = (1.0 - options.confidence) / max(1, n_tests)
+    z_crit = float(stats.norm.isf(alpha))
+    tr = fit_trend(xj, yj, z_crit, options.max_points)
+    level = float(np.median(yw))
+    rate_thr = options.rate_threshold(unit, axis, heap)
+    thr = max(rate_thr, options.growth_threshold(unit, level, heap) / span)
+    growth = tr.slope * span
+    common: Dict[str, Any] = dict(
+        n=len(xj),
+        slope=tr.slope,
+        slope_per_step=tr.slope if axis == "step" else None,
+        slope_per_s=(tr.slope * sps if sps else None) if axis == "step" else tr.slope,
+        ci_low=tr.ci_low,
+        ci_high=tr.ci_high,
+        p_value=tr.p_value,
+        warmup_end_x=warm,
+        x0=tr.x0,
+        x_end=float(xw[-1]),
+        t_end=float(tw[-1]) if tw is not None else None,
+        intercept=tr.intercept,
+        last_value=float(yw[-1]),
+        growth=growth,
+        steps_per_s=sps,
+        floor=floor is not None,
+        inflation=tr.inflation,
+        **base,
+    )
+    fmt = _fmt_rate(unit, word)
+    significant = tr.p_value < alpha and tr.ci_low > 0
+    clear = significant and rise_over_band(xj, yj, tr.slope) >= options.min_rise_over_band
+    if clear and tr.slope >= thr:
+        limit = options.plateau_ratio * tr.slope
+        if growth_stopped(xj, yj, limit, options.max_points):
+            return SignalVerdict(
+                NO_LEAK,
+                reason="grew, then stopped (plateau)",
+                confidence=0.9,
+                plateau=True,
+                **common,
+            )
+        conf = max(0.0, min(1.0, 1.0 - tr.p_value * max(1, n_tests)))
+        what = "floor of a sawtooth rises" if floor is not None else "grows"
+        return SignalVerdict(LEAK, reason=f"{what} {fmt(tr.slope)}", confidence=conf, **common)
+    se = _standard_error(tr, z_crit)
+    if tr.ci_high < thr:
+        conf = float(stats.norm.cdf((thr - tr.slope) / se)) if se > 0 else 1.0
+        why = "floor of a sawtooth is flat" if floor is not None else "no growth"
+        return SignalVerdict(NO_LEAK, reason=f"{why} above {fmt(thr)}", confidence=conf, **common)
+    if growth_stopped(xj, yj, thr, options.max_points):
+        return SignalVerdict(
+            NO_LEAK, reason=f"no growth above {fmt(thr)} lately", confidence=0.9, **common
+        )
+    if clear:
+        reason = f"grows {fmt(tr.slope)}, under the {fmt(thr)} that counts"
+    else:
+        reason = f"not clear of its noise ({fmt(tr.ci_low)} .. {fmt(tr.ci_high)})"
+    return SignalVerdict(
+        INCONCLUSIVE, reason=reason, needed=_more_needed(tr, thr, z_crit, span, word), **common
+    )
+
+
+def _standard_error(tr: Trend, z_crit: float) -> float:
+    width = tr.ci_high - tr.ci_low
+    return width / (2.0 * z_crit * math.sqrt(tr.inflation)) if width > 0 else 0.0
+
+
+def _more_needed(tr: Trend, thr: float, z_crit: float, span: float, word: str) -> str:
+    """A slope's standard error shrinks as span^-3/2 under even sampling: how much
+    longer until either the leak or the no-leak side is clear at this noise."""
+    se = _standard_error(tr, z_crit)
+    if se <= 0:
+        return f"about {span:.0f} more {word}"
+    z_now = max(abs(tr.slope) / se, abs(thr - tr.slope) / se, 1e-9)
+    factor = (z_crit / z_now) ** (2.0 / 3.0)
+    if factor > 10:
+        return f"more than {9 * span:.0f} more {word}, or a less noisy signal"
+    return f"about {max(1.0, (factor - 1.0) * span):.0f} more {word}"
+
+
+def _needed_text(points: int, span: float, word: str) -> str:
+    parts = []
+    if points:
+        parts.append(f"{points} more samples")
+    if span > 0:
+        parts.append(f"{math.ceil(span)} more {word}")
+    return " and ".join(parts) or "more samples"
+
+
+def _fmt_rate(unit: str, word: str) -> Any:
+    per = "step" if word == "steps" else "s"
+
+    def fmt(v: float) -> str:
+        if unit == "bytes":
+            return f"{format_bytes(v)}/{per}"
+        return f"{v:+.3g}/{per}"
+
+    return fmt
+
+
+def format_bytes(v: float) -> str:
+    """+1.5 MiB style, signed."""
+    sign = "-" if v < 0 else "+"
+    a = abs(v)
+    for name, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if a >= size:
+            return f"{sign}{a / size:.3g} {name}"
+    return f"{sign}{a:.3g} B"
