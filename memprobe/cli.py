@@ -7,13 +7,16 @@ import shutil
 import sys
 import time
 from enum import Enum
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
 from memprobe import __version__
 from memprobe.errors import EXIT_BAD_INPUT, EXIT_LEAK, MemprobeError
 from memprobe.record import RecordError
+
+if TYPE_CHECKING:
+    from memprobe.analysis import DetectOptions
 
 app = typer.Typer(
     add_completion=False,
@@ -157,14 +160,12 @@ def run(
     raise typer.Exit(code)
 
 
-def _detect_options(min_bytes_per_step: Optional[float]) -> object:
-    try:
-        from memprobe.analysis import DetectOptions
-    except ImportError:
-        return None
+def _detect_options(min_bytes_per_step: Optional[float]) -> DetectOptions:
+    from memprobe.analysis import DetectOptions
+
     if min_bytes_per_step is None:
         return DetectOptions()
-    return DetectOptions(min_bytes_per_step=min_bytes_per_step)  # type: ignore[call-arg]
+    return DetectOptions(min_bytes_per_step=min_bytes_per_step)
 
 
 def _after_double_dash(target: List[str]) -> bool:

@@ -172,91 +172,140 @@ class RunState:
                 # without an agent (decided at build time: the header may arrive later)
                 p.outside_rss.add(None, t, float(value))
                 continue
-            p.add(name, None, t, value)
+            # stamped with the last step the agent reported, so outside samples (USS, PSS,
+            # NVML) join the step axis of step-aligned analysis
+            p.add(name, p.steps or None, t, value)
 
     def event(self, t: float, pid: Optional[int], kind: str, message: str) -> None:
         self.events.append(Event(t=t, pid=pid, kind=kind, message=message))
 
     # -- roles and the record --------------------------------------------------------------
 
-    def roles(self) -> Dict[int, Tuple[str, Optional[int]]]:
-        """pid -> (role, rank). Rank from torchrun's env; worker from torch; main = top agent."""
-        agents = {pid for pid, p in self.procs.items() if p.has_agent}
-        out: Dict[int, Tuple[str, Optional[int]]] = {}
+    def identify(self) -> Dict[int, Who]:
+        """pid -> who it is: role (main / worker / rank / child), rank, node, a short name.
+
+        A DataLoader worker is a worker (its rank is the rank it serves). A process with
+        torchrun's RANK and WORLD_SIZE is that rank, unless it merely inherited them: forked,
+        started by multiprocessing, or run by a process of the same rank. The first agent
+        whose parent runs none is main. Everything else (pools, subprocesses, non-Python
+        programs) is a child, labelled with the rank it runs under.
+        """
+        out: Dict[int, Who] = {}
         main_seen = False
-        for pid in sorted(self.procs, key=lambda q: (self.procs[q].header.get("wall_t0") or 0, q)):
+        for pid in sorted(self.procs, key=self._start_key):
             p = self.procs[pid]
             h = p.header
-            rank = h.get("rank") if isinstance(h.get("rank"), int) else None
-            if rank is not None and isinstance(h.get("world_size"), int):
-                out[pid] = ("rank", rank)
-            elif p.worker_id is not None:
-                out[pid] = ("worker", None)
-            elif (
-                p.has_agent
-                and not main_seen
-                and p.ppid not in agents
-                and h.get("forked_from") is None
-            ):
-                out[pid] = ("main", None)
+            parent = self.procs.get(p.ppid) if p.ppid is not None else None
+            rank, local_rank, node = self._rank_env(p)
+            inherited = h.get("forked_from") is not None or bool(h.get("mp_child")) or (
+                parent is not None and parent.has_agent and self._rank_env(parent)[0] == rank)
+            if p.worker_id is not None:
+                role = wire.ROLE_WORKER
+            elif rank is not None and not inherited:
+                role = wire.ROLE_RANK
+            elif (p.has_agent and not main_seen and h.get("forked_from") is None
+                  and not (parent is not None and parent.has_agent)):
+                role = wire.ROLE_MAIN
                 main_seen = True
             else:
-                out[pid] = ("child", None)
+                role = wire.ROLE_CHILD
+            out[pid] = Who(role, rank, local_rank, node, self._name(p))
         return out
+
+    def roles(self) -> Dict[int, Tuple[str, Optional[int]]]:
+        """pid -> (role, rank); see ``identify``."""
+        return {pid: (w.role, w.rank) for pid, w in self.identify().items()}
+
+    def _start_key(self, pid: int) -> Tuple[float, int]:
+        p = self.procs[pid]
+        wall = p.header.get("wall_t0")
+        if isinstance(wall, (int, float)):
+            return (float(wall) - self.started_at, pid)
+        return (p.first_t if p.first_t is not None else float("inf"), pid)
+
+    def _rank_env(self, p: ProcState) -> Tuple[Optional[int], Optional[int], Optional[int]]:
+        """(rank, local rank, node) from the torchrun environment the process runs in; a
+        process without an agent (no header) runs in its nearest agent ancestor's."""
+        for _ in range(64):  # parent chains are short; the bound guards against pid reuse loops
+            if p.has_agent:
+                break
+            parent = self.procs.get(p.ppid) if p.ppid is not None else None
+            if parent is None:
+                return (None, None, None)
+            p = parent
+        h = p.header
+        world, local_world = _opt_int(h.get("world_size")), _opt_int(h.get("local_world_size"))
+        rank = _opt_int(h.get("rank")) if world is not None else None
+        if rank is None:
+            return (None, None, None)
+        # the node only means something when the job spans several of them
+        several = local_world is not None and world is not None and world > local_world
+        return (rank, _opt_int(h.get("local_rank")), _opt_int(h.get("group_rank")) if several
+                else None)
+
+    @staticmethod
+    def _name(p: ProcState) -> Optional[str]:
+        if p.mp_name:
+            return p.mp_name
+        argv = p.program if not p.has_agent else p.header.get("argv")
+        if not isinstance(argv, list) or not argv or p.header.get("forked_from") is not None:
+            return None
+        first = str(argv[0])
+        if first in ("-c", "-m") and len(argv) > 1:
+            return f"{first} {str(argv[1])[:40]}"
+        return os.path.basename(first) or None
 
     def x_axis(self) -> str:
         return "step" if any(p.steps >= 5 for p in self.procs.values()) else "time"
 
+    def short_lived(self, p: ProcState, who: Who) -> bool:
+        """Too short or too thinly sampled to judge (a 50 ms pool task); main and ranks stay."""
+        if who.role in (wire.ROLE_MAIN, wire.ROLE_RANK):
+            return False
+        n = max((len(s.value) for s in p.series.values()), default=0)
+        lifetime = p.last_t - (p.first_t if p.first_t is not None else p.last_t)
+        return n < 3 or lifetime < SHORT_LIVED_S
+
     def build(self, exit: ExitInfo, duration_s: float) -> RunRecord:
-        roles = self.roles()
+        who = self.identify()
         processes: List[Process] = []
-        omitted = 0
-        for pid in sorted(self.procs):
-            p = self.procs[pid]
-            n = max([len(s.value) for s in p.series.values()] + [len(p.outside_rss.value)])
-            lifetime = p.last_t - (p.first_t or p.last_t)
-            role, rank = roles[pid]
-            if role != "main" and n < 3 and lifetime < SHORT_LIVED_S:
-                omitted += 1
+        omitted: Dict[str, int] = {}
+        for pid in sorted(self.procs, key=lambda q: _order(who[q], self.procs[q].worker_id, q)):
+            p, w = self.procs[pid], who[pid]
+            if self.short_lived(p, w):
+                key = w.name or w.role
+                omitted[key] = omitted.get(key, 0) + 1
                 continue
             h = p.header
-            processes.append(
-                Process(
-                    pid=pid,
-                    parent_pid=p.ppid,
-                    role=role,
-                    rank=rank,
-                    worker_id=p.worker_id,
-                    argv=[str(a) for a in h.get("argv", [])] if p.has_agent else [],
-                    python=h.get("python") if isinstance(h.get("python"), str) else None,
-                    started_at=h.get("wall_t0") if isinstance(h.get("wall_t0"), float) else None,
-                    ended="exit" if p.exited else ("vanished" if p.has_agent else None),
-                    has_agent=p.has_agent,
-                    steps=p.steps,
-                    series=_series_of(p),
-                    census=p.census,
-                )
-            )
+            processes.append(Process(
+                pid=pid,
+                parent_pid=p.ppid,
+                role=w.role,
+                rank=w.rank,
+                worker_id=p.worker_id,
+                argv=[str(a) for a in h.get("argv", [])] if p.has_agent else list(p.program or []),
+                python=h.get("python") if isinstance(h.get("python"), str) else None,
+                started_at=h.get("wall_t0") if isinstance(h.get("wall_t0"), float) else None,
+                ended="exit" if p.exited else ("vanished" if p.has_agent else None),
+                has_agent=p.has_agent,
+                steps=p.steps,
+                series={name: _downsample(buf) for name, buf in p.series.items()},
+                census=p.census,
+                local_rank=w.local_rank,
+                node=w.node,
+                name=w.name,
+            ))
         events = list(self.events)
         if omitted:
-            events.append(
-                Event(
-                    t=duration_s,
-                    pid=None,
-                    kind="short_lived",
-                    message=f"{omitted} short-lived process(es) (< {SHORT_LIVED_S:g} s) "
-                    "left out of the record",
-                )
-            )
+            counts = sorted(omitted.items(), key=lambda kv: -kv[1])
+            what = ", ".join(f"{n} × {k}" for k, n in counts)
+            events.append(Event(t=duration_s, pid=None, kind="short_lived",
+                                message=f"{sum(omitted.values())} short-lived process(es) "
+                                f"(< {SHORT_LIVED_S:g} s or < 3 samples) left out of the record: "
+                                f"{what}"))
         if self.garbage_lines:
-            events.append(
-                Event(
-                    t=duration_s,
-                    pid=None,
-                    kind="garbage_lines",
-                    message=f"{self.garbage_lines} unreadable line(s) skipped",
-                )
-            )
+            events.append(Event(t=duration_s, pid=None, kind="garbage_lines",
+                                message=f"{self.garbage_lines} unreadable line(s) skipped"))
         return RunRecord(
             command=list(self.command),
             cwd=self.cwd,
@@ -271,11 +320,30 @@ class RunState:
         )
 
 
-def _series_of(p: ProcState) -> Dict[str, Series]:
-    series = {name: _downsample(buf) for name, buf in p.series.items()}
-    if wire.RSS not in series and p.outside_rss.value:
-        series[wire.RSS] = _downsample(p.outside_rss)
-    return series
+@dataclass(frozen=True)
+class Who:
+    """What the parent makes of one process (see ``RunState.identify``)."""
+
+    role: str
+    rank: Optional[int] = None
+    local_rank: Optional[int] = None
+    node: Optional[int] = None
+    name: Optional[str] = None
+
+
+_ROLE_ORDER = {wire.ROLE_MAIN: 0, wire.ROLE_RANK: 1, wire.ROLE_WORKER: 2, wire.ROLE_CHILD: 3}
+
+
+def _order(w: Who, worker_id: Optional[int], pid: int) -> Tuple[int, int, int, int, int]:
+    """main, then ranks, then workers, then children; by node, rank and worker id."""
+    big = 1 << 30
+    return (_ROLE_ORDER.get(w.role, 9), w.node if w.node is not None else -1,
+            w.rank if w.rank is not None else big,
+            worker_id if worker_id is not None else big, pid)
+
+
+def _opt_int(v: Any) -> Optional[int]:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 def _downsample(buf: SeriesBuf, max_points: int = MAX_POINTS) -> Series:
@@ -343,7 +411,8 @@ def rebuild(run_dir: str) -> RunRecord:
         state.started_at = min((w for w in walls if isinstance(w, float)), default=0.0)
     for m in outside:
         if isinstance(m.get("pid"), int) and isinstance(m.get("v"), dict):
-            state.ingest_outside(m["pid"], float(m.get("t", 0.0)), m["v"], m.get("ppid"))
+            argv = m.get("argv") if isinstance(m.get("argv"), list) else None
+            state.ingest_outside(m["pid"], float(m.get("t", 0.0)), m["v"], m.get("ppid"), argv)
     for m in parent_events:
         state.event(float(m.get("t", 0.0)), m.get("pid"), str(m.get("kind")), str(m.get("message")))
     for p in state.procs.values():

@@ -29,12 +29,7 @@ def make_display(live: Optional[bool], detect: Any) -> Any:
         return PlainDisplay()
     from memprobe.render import livejudge
 
-    judge = livejudge.make(detect)
-    return LiveDisplay(
-        _stderr_console(),
-        verdicts=judge.verdicts if judge else None,
-        header=judge.header if judge else None,
-    )
+    return LiveDisplay(_stderr_console(), judge=livejudge.make(detect))
 
 
 def finish(outcome: RunOutcome, output: str, detect: Any, keep_run_dir: bool) -> Tuple[int, str]:

@@ -3,23 +3,24 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Optional
+from typing import Callable, List, Optional
 
-from memprobe.record import RunRecord
+from memprobe.analysis import DetectOptions, analyze
+from memprobe.record import Finding, RunRecord
+
+_attribute: Optional[Callable[[RunRecord, List[Finding]], List[Finding]]]
+try:  # culprit attribution (census joins) lands separately from the verdicts
+    from memprobe.analysis.culprit import attribute as _attribute
+except ImportError:
+    _attribute = None
 
 
-def finalize(record: RunRecord, detect_options: Optional[Any] = None) -> RunRecord:
-    from memprobe import analysis
-
-    options = detect_options if detect_options is not None else analysis.DetectOptions()
-    result = analysis.analyze(record, options)
+def finalize(record: RunRecord, detect_options: Optional[DetectOptions] = None) -> RunRecord:
+    """Analyse a raw record and return it with findings, verdict and per-signal summaries."""
+    result = analyze(record, detect_options or DetectOptions())
     findings = list(result.findings)
-    try:
-        from memprobe.analysis import culprit
-    except ImportError:  # attribution not available in this build
-        culprit = None  # type: ignore[assignment]
-    if culprit is not None:
-        findings = culprit.attribute(record, findings)
+    if _attribute is not None:
+        findings = _attribute(record, findings)
     return dataclasses.replace(
         record, findings=findings, verdict=result.verdict, signals=result.signals
     )

@@ -10,7 +10,8 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import Callable, Dict, List, Optional, Tuple
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Protocol, Tuple
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
@@ -23,10 +24,30 @@ from memprobe.render.fmt import fmt_bytes, safe_text, sparkline
 
 # (pid, signal) -> (verdict, rate text); filled by the live judge when analysis is available
 Verdicts = Dict[Tuple[int, str], Tuple[str, str]]
-HeaderFn = Callable[[RunState], Optional[Text]]
+
+
+@dataclass(frozen=True)
+class SignalRow:
+    """One judged signal other than RSS, for the table's lower half."""
+
+    label: str
+    pid: int
+    signal: str
+    value: Optional[float]
+    unit: str
+    rate: str
+    verdict: str
+
+
+class Judge(Protocol):
+    def verdicts(self, state: RunState) -> Verdicts: ...
+    def signal_rows(self, state: RunState) -> List[SignalRow]: ...
+    def header(self, state: RunState) -> Optional[Text]: ...
+
 
 VERDICT_STYLE = {"leak": "bold red", "no_leak": "green", "inconclusive": "yellow"}
 MAX_ROWS = 16
+MAX_SIGNAL_ROWS = 8
 
 
 def _steps_per_s(p: ProcState) -> Optional[float]:
@@ -53,6 +74,7 @@ def build_table(
     elapsed: float,
     verdicts: Optional[Verdicts] = None,
     header: Optional[Text] = None,
+    signal_rows: Optional[List[SignalRow]] = None,
 ) -> RenderableType:
     roles = state.roles()
     table = Table(box=None, pad_edge=False, header_style="bold", expand=False)
@@ -99,7 +121,40 @@ def build_table(
     if header is not None:
         parts.append(header)
     parts.append(table)
+    if signal_rows:
+        parts.append(_signals_table(signal_rows))
     return Group(*parts)
+
+
+def _signals_table(rows: List[SignalRow]) -> Table:
+    table = Table(box=None, pad_edge=False, header_style="bold", expand=False)
+    for col, justify in (
+        ("process", "left"),
+        ("signal", "left"),
+        ("now", "right"),
+        ("rate", "right"),
+        ("verdict", "left"),
+    ):
+        table.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    for r in rows[:MAX_SIGNAL_ROWS]:
+        if r.value is None:
+            now = "–"
+        elif r.unit == "bytes":
+            now = fmt_bytes(r.value)
+        else:
+            now = f"{r.value:,.0f}"
+        table.add_row(
+            Text(r.label),
+            safe_text(r.signal, limit=48),
+            now,
+            Text(r.rate),
+            Text(r.verdict.replace("_", " "), style=VERDICT_STYLE.get(r.verdict, "")),
+        )
+    if len(rows) > MAX_SIGNAL_ROWS:
+        table.add_row(
+            Text(f"… {len(rows) - MAX_SIGNAL_ROWS} more signals", style="dim"), "", "", "", ""
+        )
+    return table
 
 
 class LiveDisplay:
@@ -107,23 +162,15 @@ class LiveDisplay:
 
     captures_output = True
 
-    def __init__(
-        self,
-        console: Console,
-        verdicts: Optional[Callable[[RunState], Verdicts]] = None,
-        header: Optional[HeaderFn] = None,
-    ) -> None:
+    def __init__(self, console: Console, judge: Optional[Judge] = None) -> None:
         self.console = console
-        self._verdicts = verdicts
-        self._header = header
+        self._judge = judge
         self._t0 = time.monotonic()
         self._live: Optional[Live] = None
         self._lock = threading.Lock()
         self._partial: Dict[str, bytes] = {}
         self._renderable: RenderableType = Text("")
-        self._last_judge = 0.0
-        self._cached: Verdicts = {}
-        self._cached_header: Optional[Text] = None
+        self._judge_failed = False
 
     def start(self, state: RunState) -> None:
         self._live = Live(
@@ -138,13 +185,18 @@ class LiveDisplay:
 
     def update(self, state: RunState) -> None:
         now = time.monotonic()
-        if now - self._last_judge >= 1.0:
-            self._last_judge = now
-            if self._verdicts is not None:
-                self._cached = self._verdicts(state)
-            if self._header is not None:
-                self._cached_header = self._header(state)
-        self._renderable = build_table(state, now - self._t0, self._cached, self._cached_header)
+        verdicts: Optional[Verdicts] = None
+        header: Optional[Text] = None
+        rows: Optional[List[SignalRow]] = None
+        if self._judge is not None and not self._judge_failed:
+            try:
+                verdicts = self._judge.verdicts(state)
+                rows = self._judge.signal_rows(state)
+                header = self._judge.header(state)
+            except Exception as e:  # noqa: BLE001 - a live-analysis bug must not end the run
+                self._judge_failed = True
+                header = Text(f"live analysis stopped: {type(e).__name__}: {e}", style="yellow")
+        self._renderable = build_table(state, now - self._t0, verdicts, header, rows)
 
     def output(self, stream: str, data: bytes) -> None:
         with self._lock:

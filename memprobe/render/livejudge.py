@@ -1,24 +1,87 @@
-"""Live verdicts for the table: analysis run on the growing series about once a second."""
+"""Live verdicts for the table: the run's analysis, redone on the growing series.
+
+Analysis costs the parent CPU (a core the target may want), so it runs at most
+every ``min_interval_s`` and never more often than ten times its own cost. A
+displayed verdict changes only when the new one has held for a few evaluations
+in a row (twice that to leave "leak"): a steady run must not flicker. The hysteresis
+is analysis.LiveJudge's; this module only schedules it and shapes rows for the table.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+import time
+from typing import Any, List, Optional
 
 from rich.text import Text
 
 from memprobe.collect import RunState
-from memprobe.render.live import Verdicts
+from memprobe.record import ExitInfo
+from memprobe.render.live import VERDICT_STYLE, SignalRow, Verdicts
 
 
 class LiveJudge:
-    def __init__(self, detect: Any) -> None:
+    def __init__(self, detect: Any, min_interval_s: float = 2.0) -> None:
         self.detect = detect
+        self.min_interval_s = min_interval_s
+        self._next = 0.0
+        from memprobe.analysis import LiveJudge as Stable
+
+        self._stable = Stable(detect)
+        self._verdicts: Verdicts = {}
+        self._rows: List[SignalRow] = []
+        self._header: Optional[Text] = None
+
+    def _refresh(self, state: RunState) -> None:
+        now = time.monotonic()
+        if now < self._next:
+            return
+        from memprobe.analysis import analyze
+        from memprobe.analysis.findings import projection_text, rate_text
+
+        record = state.build(ExitInfo(), duration_s=max(0.0, time.time() - state.started_at))
+        result = analyze(record, self.detect)
+        cost = time.monotonic() - now
+        self._next = time.monotonic() + max(self.min_interval_s, 10 * cost)
+        verdicts: Verdicts = {}
+        rows: List[SignalRow] = []
+        labels = {p.pid: p.label for p in record.processes}
+        for (pid, signal), v in result.verdicts.items():
+            shown = self._stable.observe(pid, signal, v).verdict
+            rate = rate_text(v) if v.n >= 3 else ""
+            verdicts[(pid, signal)] = (shown, rate)
+            if signal != "rss_bytes" and (shown != "no_leak" or signal.startswith("cuda:")):
+                rows.append(
+                    SignalRow(
+                        labels.get(pid, str(pid)), pid, signal, v.last_value, v.unit, rate, shown
+                    )
+                )
+        rows.sort(key=lambda r: ({"leak": 0, "inconclusive": 1}.get(r.verdict, 2), r.pid, r.signal))
+        self._verdicts, self._rows = verdicts, rows
+        run = self._stable.run_verdict()
+        header = Text("verdict: ", style="bold")
+        header.append(run.replace("_", " ").upper(), style=VERDICT_STYLE.get(run, ""))
+        leaks = [f for f in result.findings if f.kind == "leak"]
+        if run == "leak" and leaks:
+            first = leaks[0]
+            header.append(f" · {first.signal} ")
+            key = (first.pid if first.pid is not None else -1, first.signal)
+            header.append(rate_text(result.verdicts[key]) if key in result.verdicts else "")
+            header.append(projection_text(first.projected_oom))
+        elif run == "inconclusive":
+            header.append(" · gathering steps", style="dim")
+        self._header = header
 
     def verdicts(self, state: RunState) -> Verdicts:
-        return {}
+        self._refresh(state)
+        return self._verdicts
+
+    def signal_rows(self, state: RunState) -> List[SignalRow]:
+        self._refresh(state)
+        return self._rows
 
     def header(self, state: RunState) -> Optional[Text]:
-        return None
+        self._refresh(state)
+        return self._header
 
 
 def make(detect: Any) -> Optional[LiveJudge]:
