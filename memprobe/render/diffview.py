@@ -53,8 +53,12 @@ def _peak(fit: Optional[SignalFit], unit: str) -> str:
     return fmt_value(fit.peak, unit) if fit is not None else "–"
 
 
-def _arrow(a: str, b: str) -> str:
-    return f"{a} → {b}"
+def _side(rate: Optional[float], fit: Optional[SignalFit], per: str, unit: str) -> Text:
+    if fit is None:
+        return Text("absent", style="dim")
+    t = Text(_rate(rate, per, unit))
+    t.append(f"\npeak {_peak(fit, unit)}", style="dim")
+    return t
 
 
 def _finding_rate(f: Optional[Finding], per: str) -> str:
@@ -88,14 +92,14 @@ def render_diff(diff: RunDiff, console: Console) -> None:
     table.add_column("process", overflow="fold", max_width=12)
     table.add_column("signal", overflow="fold", ratio=1, min_width=10)
     table.add_column("status", no_wrap=True)
-    table.add_column("rate before → after", overflow="fold")
-    table.add_column("peak before → after", overflow="fold")
+    table.add_column("before", overflow="fold")
+    table.add_column("after", overflow="fold")
     for s in diff.signals:
         table.add_row(
             Text(clean(s.process, 40)), Text(clean(s.signal, 120)),
             Text(s.status.replace("_", " "), style=STATUS_STYLE.get(s.status, "")),
-            Text(_arrow(_rate(s.rate_before, s.per, s.unit), _rate(s.rate_after, s.per, s.unit))),
-            Text(_arrow(_peak(s.before, s.unit), _peak(s.after, s.unit))),
+            _side(s.rate_before, s.before, s.per, s.unit),
+            _side(s.rate_after, s.after, s.per, s.unit),
         )
     if not diff.signals:
         console.print(Text("No signals in either run.", style="dim"))
@@ -108,12 +112,13 @@ def render_diff(diff: RunDiff, console: Console) -> None:
         ft.add_column("signal", overflow="fold")
         ft.add_column("status", no_wrap=True)
         ft.add_column("culprit", overflow="fold", ratio=1)
-        ft.add_column("rate before → after", overflow="fold")
+        ft.add_column("before", overflow="fold")
+        ft.add_column("after", overflow="fold")
         for f in diff.findings:
             ft.add_row(Text(clean(f.process, 40)), Text(clean(f.signal, 120)),
                        Text(f.status.replace("_", " "), style=STATUS_STYLE.get(f.status, "")),
-                       Text(_culprit(f)),
-                       Text(_arrow(_finding_rate(f.before, f.per), _finding_rate(f.after, f.per))))
+                       Text(_culprit(f)), Text(_finding_rate(f.before, f.per)),
+                       Text(_finding_rate(f.after, f.per)))
         console.print(ft)
     if diff.notes:
         console.print(Text("Not compared / notes", style="bold underline"))
