@@ -8,6 +8,7 @@ feeds it the same files after the fact to rebuild a record.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -173,8 +174,20 @@ class RunState:
                 p.outside_rss.add(None, t, float(value))
                 continue
             # stamped with the last step the agent reported, so outside samples (USS, PSS,
-            # NVML) join the step axis of step-aligned analysis
-            p.add(name, p.steps or None, t, value)
+            # NVML) join the step axis of step-aligned analysis; a process without steps of
+            # its own (a DataLoader worker) takes those of the process it serves
+            p.add(name, self._steps_for(p), t, value)
+
+    def _steps_for(self, p: ProcState) -> Optional[int]:
+        """The process' own step count, else that of its nearest ancestor that has one."""
+        q: Optional[ProcState] = p
+        for _ in range(16):
+            if q is None:
+                return None
+            if q.steps:
+                return q.steps
+            q = self.procs.get(q.ppid) if q.ppid is not None else None
+        return None
 
     def event(self, t: float, pid: Optional[int], kind: str, message: str) -> None:
         self.events.append(Event(t=t, pid=pid, kind=kind, message=message))
@@ -262,8 +275,10 @@ class RunState:
         """Too short or too thinly sampled to judge (a 50 ms pool task); main and ranks stay."""
         if who.role in (wire.ROLE_MAIN, wire.ROLE_RANK):
             return False
-        n = max((len(s.value) for s in p.series.values()), default=0)
-        lifetime = p.last_t - (p.first_t if p.first_t is not None else p.last_t)
+        series = _all_series(p).values()
+        n = max((len(s.value) for s in series), default=0)
+        ts = [t for s in series for t in (s.t[:1] + s.t[-1:])]
+        lifetime = max(ts) - min(ts) if ts else 0.0
         return n < 3 or lifetime < SHORT_LIVED_S
 
     def build(self, exit: ExitInfo, duration_s: float) -> RunRecord:
@@ -273,7 +288,7 @@ class RunState:
         for pid in sorted(self.procs, key=lambda q: _order(who[q], self.procs[q].worker_id, q)):
             p, w = self.procs[pid], who[pid]
             if self.short_lived(p, w):
-                key = w.name or w.role
+                key = re.sub(r"-\d+$", "", w.name) if w.name else w.role  # ForkPoolWorker-7
                 omitted[key] = omitted.get(key, 0) + 1
                 continue
             h = p.header
@@ -289,7 +304,7 @@ class RunState:
                 ended="exit" if p.exited else ("vanished" if p.has_agent else None),
                 has_agent=p.has_agent,
                 steps=p.steps,
-                series={name: _downsample(buf) for name, buf in p.series.items()},
+                series={name: _downsample(buf) for name, buf in _all_series(p).items()},
                 census=p.census,
                 local_rank=w.local_rank,
                 node=w.node,
@@ -340,6 +355,13 @@ def _order(w: Who, worker_id: Optional[int], pid: int) -> Tuple[int, int, int, i
     return (_ROLE_ORDER.get(w.role, 9), w.node if w.node is not None else -1,
             w.rank if w.rank is not None else big,
             worker_id if worker_id is not None else big, pid)
+
+
+def _all_series(p: ProcState) -> Dict[str, SeriesBuf]:
+    """The agent's series, plus the outside RSS for a process that has no agent."""
+    if wire.RSS in p.series or not p.outside_rss.value:
+        return p.series
+    return {**p.series, wire.RSS: p.outside_rss}
 
 
 def _opt_int(v: Any) -> Optional[int]:

@@ -1,60 +1,125 @@
-"""Outside view of the run's process tree with psutil: every process, Python or not."""
+"""Outside view of the run's process tree with psutil: every process, Python or not.
+
+RSS of every process every call; USS and PSS (``memory_full_info``: private pages,
+and shared pages divided among their sharers) on a CPU budget, because they walk
+``/proc/<pid>/smaps_rollup``. USS/PSS are what show a forked DataLoader
+worker un-sharing its parent's pages (pytorch/pytorch#13246): its RSS counts the
+shared pages from the start and stays flat, its USS climbs.
+"""
 
 from __future__ import annotations
 
 import time
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 import psutil
 
 from memprobe.bootstrap.memprobe_agent import wire
 
-USS_EVERY_S = 1.0  # memory_full_info walks smaps: ms per process, so at most once a second
+USS = "uss_bytes"
+PSS = "pss_bytes"
+# memory_full_info walks the page tables (smaps_rollup): 10-30 ms per torch-sized process
+# measured here. Each process is read at most every USS_EVERY_S, and less often when the
+# whole tree's reads would cost more than FULL_BUDGET of one core.
+USS_EVERY_S = 0.5
+FULL_BUDGET = 0.15
+
+Sample = Tuple[int, Optional[int], Dict[str, float]]
 
 
 class TreeSampler:
-    """Samples RSS of the launched process and all its descendants; USS/PSS once a second."""
+    """Samples RSS of the launched process and all its descendants; USS/PSS on a budget.
 
-    def __init__(self, root_pid: int) -> None:
+    After each ``sample()``, ``new_argv`` holds the command line of every process seen
+    for the first time (what names a non-Python child in the table and the record).
+    """
+
+    def __init__(self, root_pid: int, full_every_s: float = USS_EVERY_S,
+                 full_budget: float = FULL_BUDGET) -> None:
         self.root_pid = root_pid
+        self.full_every_s = full_every_s
+        self.full_budget = full_budget
+        self._full_cost: Dict[int, float] = {}  # CPU seconds per memory_full_info, per pid
         self._procs: Dict[int, psutil.Process] = {}
         self._last_full: Dict[int, float] = {}
-        self.full_info_ok = True
+        self._no_full: Set[int] = set()
+        self.new_argv: Dict[int, List[str]] = {}
+        self.last_cost_s = 0.0  # wall time of the latest sample() call
         try:
             self._root: Optional[psutil.Process] = psutil.Process(root_pid)
         except psutil.Error:
             self._root = None
 
-    def sample(self) -> List[Tuple[int, Optional[int], Dict[str, float]]]:
+    def sample(self) -> List[Sample]:
         """[(pid, ppid, values)] for every live process of the tree."""
+        self.new_argv = {}
         if self._root is None:
             return []
+        start = time.monotonic()
         try:
             tree = [self._root] + self._root.children(recursive=True)
         except psutil.Error:
             tree = [self._root]
-        out: List[Tuple[int, Optional[int], Dict[str, float]]] = []
-        now = time.monotonic()
+        out: List[Sample] = []
         for proc in tree:
-            cached = self._procs.setdefault(proc.pid, proc)
-            try:
-                with cached.oneshot():
-                    values: Dict[str, float] = {wire.RSS: float(cached.memory_info().rss)}
-                    ppid = cached.ppid()
-                    if (
-                        self.full_info_ok
-                        and now - self._last_full.get(proc.pid, 0.0) >= USS_EVERY_S
-                    ):
-                        self._last_full[proc.pid] = now
-                        full = cached.memory_full_info()
-                        values["uss_bytes"] = float(full.uss)
-                        pss = getattr(full, "pss", None)
-                        if pss is not None:
-                            values["pss_bytes"] = float(pss)
-            except psutil.AccessDenied:
-                self.full_info_ok = False
-                continue
-            except psutil.Error:
-                continue
-            out.append((proc.pid, ppid, values))
+            # keep the first Process object per pid: psutil checks its create time, so a
+            # reused pid is never mistaken for the process we saw before
+            cached = self._procs.get(proc.pid)
+            if cached is None or not cached.is_running():
+                cached = self._procs[proc.pid] = proc
+                self._last_full.pop(proc.pid, None)
+                self.new_argv[proc.pid] = _argv(proc)
+            sampled = self._sample_one(cached, len(tree))
+            if sampled is not None:
+                out.append(sampled)
+        live = {pid for pid, _, _ in out}
+        for pid in [p for p in self._procs if p not in live]:
+            del self._procs[pid]
+            self._last_full.pop(pid, None)
+            self._no_full.discard(pid)
+            self._full_cost.pop(pid, None)
+        self.last_cost_s = time.monotonic() - start
         return out
+
+    def full_interval(self, pid: int, n_procs: int) -> float:
+        """Seconds between two USS/PSS reads of one process: the tree's reads together
+        stay under ``full_budget`` of a core."""
+        cost = self._full_cost.get(pid, 0.0)
+        return max(self.full_every_s, n_procs * cost / self.full_budget)
+
+    def _sample_one(self, proc: psutil.Process, n_procs: int) -> Optional[Sample]:
+        now = time.monotonic()
+        try:
+            with proc.oneshot():
+                values: Dict[str, float] = {wire.RSS: float(proc.memory_info().rss)}
+                ppid = proc.ppid()
+        except psutil.Error:  # gone between the listing and the read, or not ours to read
+            return None
+        interval = self.full_interval(proc.pid, n_procs)
+        due = now - self._last_full.get(proc.pid, float("-inf")) >= interval
+        if due and proc.pid not in self._no_full:
+            self._last_full[proc.pid] = now
+            cpu = time.thread_time()  # the kernel's page-table walk is this thread's CPU
+            try:
+                full = proc.memory_full_info()
+                cost = time.thread_time() - cpu
+                old = self._full_cost.get(proc.pid)
+                self._full_cost[proc.pid] = cost if old is None else 0.7 * old + 0.3 * cost
+            except psutil.AccessDenied:
+                # smaps we may not read (a setuid child): RSS only for this process
+                self._no_full.add(proc.pid)
+            except psutil.Error:
+                pass
+            else:
+                values[USS] = float(full.uss)
+                pss = getattr(full, "pss", None)  # Linux only
+                if pss is not None:
+                    values[PSS] = float(pss)
+        return (proc.pid, ppid, values)
+
+
+def _argv(proc: psutil.Process) -> List[str]:
+    try:
+        return [str(a) for a in proc.cmdline()] or [proc.name()]
+    except psutil.Error:
+        return []
