@@ -37,7 +37,8 @@ def _fit(xs: Sequence[float], ys: Sequence[float]) -> Tuple[float, float, float,
 
 
 def _signal(
-    name: str, base: float, per_step: float, noise: float, steps: int, warmup: int, rng: random.Random
+    name: str, base: float, per_step: float, noise: float, steps: int, warmup: int,
+    rng: random.Random,
 ) -> Tuple[Series, Dict[str, Any]]:
     xs = list(range(1, steps + 1))
     ys: List[float] = []

@@ -50,7 +50,7 @@ def test_fixed_then_reverse_is_new() -> None:
     assert d.exit_code == diff_exit_code(d) == EXIT_OK
     # AND the reverse order is a regression
     r = compare(fixed, leaky)
-    assert set(s.status for s in r.signals) == {"new"}
+    assert {s.status for s in r.signals} == {"new"}
     assert {f.status for f in r.findings} == {"new"}
     assert r.exit_code == EXIT_REGRESSION
 
@@ -187,8 +187,9 @@ def test_markdown_and_json_diff() -> None:
     doc = json.loads(diff_json(d))
     assert doc["schema"] == DIFF_SCHEMA and doc["exit_code"] == EXIT_REGRESSION
     assert doc["result"] == "regression"
-    assert sorted(doc) == ["after", "before", "exit_code", "findings", "notes", "per", "result",
-                           "schema", "signals"]
+    assert sorted(doc) == ["after", "before", "exit_code", "findings", "notes", "per",
+                           "regressions", "result", "schema", "signals"]
+    assert doc["regressions"] == d.regressions and d.regressions
     s = doc["signals"][0]
     assert sorted(s) == ["after", "before", "note", "per", "process", "signal", "status", "unit"]
     assert s["status"] == "new" and s["after"]["verdict"] == "leak"

@@ -17,7 +17,7 @@ LEAKY = str(DATA / "run-v1-synthetic-leaky.json")
 FIXED = str(DATA / "run-v1-synthetic-fixed.json")
 
 
-def memprobe(*args: str, cwd: Path) -> "subprocess.CompletedProcess[str]":
+def memprobe(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, OMP_NUM_THREADS="1", COLUMNS="80")
     return subprocess.run([sys.executable, "-m", "memprobe", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)

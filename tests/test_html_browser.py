@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional
 
 import pytest
-
 import recordgen as g
+
 from memprobe.analysis.compare import compare
 from memprobe.render.html import diff_html, report_html
 

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import List
 
 import pytest
-
 from rich.console import Console
 
 from memprobe.record import load, schema_path
@@ -27,13 +26,13 @@ GOLDEN = sorted(DATA.glob("run-v*.json"))
 EXIT_BAD_INPUT = 2
 
 
-def memprobe(*args: str, cwd: Path) -> "subprocess.CompletedProcess[str]":
+def memprobe(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, OMP_NUM_THREADS="1", COLUMNS="80")
     return subprocess.run([sys.executable, "-m", "memprobe", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
 
 
-def _one_line_error(r: "subprocess.CompletedProcess[str]", name: str) -> None:
+def _one_line_error(r: subprocess.CompletedProcess[str], name: str) -> None:
     assert r.returncode == EXIT_BAD_INPUT, (r.returncode, r.stdout, r.stderr)
     assert "Traceback" not in r.stderr and "Traceback" not in r.stdout
     lines = r.stderr.strip().splitlines()

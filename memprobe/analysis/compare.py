@@ -50,6 +50,8 @@ EXIT_BAD_INPUT = 2
 
 STATUSES = ("fixed", "persisting", "new", "improved", "regressed", "same", "not_compared")
 FAILING = frozenset({"new", "regressed"})
+STATUSES_BY_WEIGHT = ("new", "regressed", "persisting", "improved", "fixed", "same",
+                      "not_compared")
 
 
 @dataclass(frozen=True)
@@ -166,6 +168,8 @@ class CompareOptions:
     min_confidence: float = 0.0
     #: also fail when a leak persists (not only when one is new or worse)
     fail_on_persisting: bool = False
+    #: also gate on every signal's own verdict, not only on the findings
+    strict_signals: bool = False
 
 
 @dataclass(frozen=True)
@@ -221,8 +225,9 @@ class RunDiff:
     notes: List[str] = field(default_factory=list)  # what could not be compared, and why
 
     @property
-    def regressions(self) -> List[SignalDiff]:
-        return [s for s in self.signals if _fails(s, self.options)]
+    def regressions(self) -> List[str]:
+        """What fails the CI gate, in words (empty: no regression)."""
+        return _regressions(self)
 
     @property
     def exit_code(self) -> int:
@@ -230,15 +235,42 @@ class RunDiff:
 
 
 def diff_exit_code(diff: RunDiff) -> int:
-    if diff.regressions or any(
-        f.status in FAILING and f.after is not None and f.after.verdict == "leak"
-        and f.after.confidence >= diff.options.min_confidence
-        for f in diff.findings
-    ):
+    if diff.regressions:
         return EXIT_REGRESSION
     if not any(s.before is not None and s.after is not None for s in diff.signals):
         return EXIT_BAD_INPUT
     return EXIT_OK
+
+
+def _regressions(diff: RunDiff) -> List[str]:
+    """The gate: findings (the analysis' judgement of what leaks) that are new or worse;
+    the run verdict turning to leak when the after run has no findings to weigh; and,
+    with ``strict_signals``, any signal whose own verdict is a new or worse leak."""
+    o = diff.options
+    failing = FAILING | ({"persisting"} if o.fail_on_persisting else set())
+    out = []
+    for f in diff.findings:
+        a = f.after
+        if f.status not in failing or a is None or a.verdict != "leak":
+            continue
+        rate = a.slope_per_step if f.per == "step" else a.slope_per_s
+        if _gated(rate, a.unit, a.confidence, o):
+            out.append(f"{f.signal} in {f.process}: {f.status} leak")
+    if not diff.after.findings and diff.after.verdict == "leak" and diff.before.verdict != "leak":
+        out.append("the run verdict turned to leak")
+    if o.strict_signals:
+        for s in diff.signals:
+            if s.status in failing and s.after is not None and s.after.verdict == "leak" and \
+                    _gated(s.rate_after, s.unit, s.after.confidence, o):
+                out.append(f"signal {s.signal} in {s.process}: {s.status} leak")
+    return list(dict.fromkeys(out))
+
+
+def _gated(rate: Optional[float], unit: str, confidence: float, o: CompareOptions) -> bool:
+    floor = o.min_rate_bytes if unit == "bytes" else o.min_rate_count
+    if rate is not None and abs(rate) < floor:
+        return False
+    return confidence >= o.min_confidence
 
 
 def compare(
@@ -273,6 +305,8 @@ def compare(
             status, note = _status(fb, fa, sper, options)
             unit = present[0].unit if present else _unit_of(name)
             signals.append(SignalDiff(m.label, name, unit, sper, fb, fa, status, note))
+    order = {m.label: i for i, m in enumerate(matches)}
+    signals.sort(key=lambda s: (order.get(s.process, 0), STATUSES_BY_WEIGHT.index(s.status)))
     missing = sorted({s.signal for s in signals if s.status == "not_compared"})
     if missing:
         notes.append("measured in one run only: " + ", ".join(missing))
@@ -331,21 +365,13 @@ def _status(
         lower = _change(b, a, per, options) < 0
         return ("improved" if lower else "persisting"), "the after run is inconclusive"
     if leak_a:
+        if b.verdict == "inconclusive" and _rate(b, per) is not None \
+                and _change(b, a, per, options) == 0:
+            return "persisting", "the before run was inconclusive at the same rate"
         return "new", ("the before run was inconclusive" if b.verdict == "inconclusive" else "")
     if a.verdict is None or b.verdict is None:
         return "not_compared", "no analysis in the " + ("after" if a.verdict is None else "before")
     return "same", ""
-
-
-def _fails(s: SignalDiff, options: CompareOptions) -> bool:
-    failing = FAILING | ({"persisting"} if options.fail_on_persisting else set())
-    if s.status not in failing or s.after is None:
-        return False
-    rate = s.rate_after
-    floor = options.min_rate_bytes if s.unit == "bytes" else options.min_rate_count
-    if rate is not None and abs(rate) < floor:
-        return False
-    return s.after.confidence >= options.min_confidence
 
 
 def _key(p: Process) -> Tuple[str, Optional[int], Optional[int]]:
@@ -401,6 +427,18 @@ def _match_findings(
         t, h = c.get("type"), c.get("holder")
         return (None if t is None else str(t), None if h is None else str(h))
 
+    def status(fb: Optional[Finding], fa: Optional[Finding], proc: str, signal: str) -> str:
+        s = sig.get((proc, signal))
+        if s is not None and s.before is not None and s.after is not None \
+                and s.before.verdict is not None and s.after.verdict is not None:
+            return s.status  # the signal's own fits, with their intervals
+        if fb is not None and fa is not None:
+            return _status(_as_fit(fb), _as_fit(fa), per, options)[0]
+        if fb is not None:
+            gone = s is None or s.after is None
+            return "not_compared" if gone else "fixed" if fb.verdict == "leak" else "same"
+        return "new" if fa is not None and fa.verdict == "leak" else "same"
+
     remaining = list(after.findings)
     out: List[FindingDiff] = []
     for fb in before.findings:
@@ -410,23 +448,15 @@ def _match_findings(
         fa: Optional[Finding] = (exact or cands)[0] if (exact or cands) else None
         if fa is not None:
             remaining.remove(fa)
-            status = _finding_status(fb, fa, per, options)
-        else:
-            s = sig.get((kb[0], fb.signal))
-            gone = s is None or s.after is None
-            status = "not_compared" if gone else "fixed" if fb.verdict == "leak" else "same"
         t, h = culprit(fa or fb)
-        out.append(FindingDiff(kb[0], fb.signal, fb.kind, t, h, per, fb, fa, status))
+        st = status(fb, fa, kb[0], fb.signal)
+        out.append(FindingDiff(kb[0], fb.signal, fb.kind, t, h, per, fb, fa, st))
     for fa in remaining:
         t, h = culprit(fa)
         ka = key(fa, label_a)
-        status = "new" if fa.verdict == "leak" else "same"
-        out.append(FindingDiff(ka[0], fa.signal, fa.kind, t, h, per, None, fa, status))
+        st = status(None, fa, ka[0], fa.signal)
+        out.append(FindingDiff(ka[0], fa.signal, fa.kind, t, h, per, None, fa, st))
     return out
-
-
-def _finding_status(fb: Finding, fa: Finding, per: str, options: CompareOptions) -> str:
-    return _status(_as_fit(fb), _as_fit(fa), per, options)[0]
 
 
 def _as_fit(f: Finding) -> SignalFit:

@@ -19,16 +19,25 @@ def verdict_word(verdict: Optional[str]) -> str:
     return VERDICT_WORD.get(verdict, clean(verdict, 20))
 
 
-def xs_of(series: Series, x_axis: str) -> Tuple[List[float], str]:
-    """The x values of ``series`` on the record's axis: steps when every sample has one."""
-    if x_axis == "step" and series.step and all(isinstance(s, int) for s in series.step):
-        return [float(s) for s in series.step if s is not None], "step"
-    return [float(t) if _finite(t) else math.nan for t in series.t], "s"
+def points(series: Series, x_axis: str) -> Tuple[List[float], List[Optional[float]], str]:
+    """(x, value, axis) of ``series``, sorted by x: on steps when ``x_axis`` is "step" and
+    samples carry steps (samples without one are dropped, as the analysis does), else on
+    seconds."""
+    vals = [float(v) if _finite(v) else None for v in series.value]
+    if x_axis == "step":
+        pts = [(float(s), v) for s, v in zip(series.step, vals)
+               if isinstance(s, int) and not isinstance(s, bool)]
+        if pts:
+            pts.sort(key=lambda p: p[0])
+            return [p[0] for p in pts], [p[1] for p in pts], "step"
+    tp = sorted(((float(t), v) for t, v in zip(series.t, vals) if _finite(t)),
+                key=lambda p: p[0])
+    return [p[0] for p in tp], [p[1] for p in tp], "s"
 
 
-def fit_xs(series: Series, fit: SignalFit) -> Tuple[List[float], str]:
-    """The x values of ``series`` on the axis its fit was made on."""
-    return xs_of(series, "step" if fit.per == "step" else "time")
+def fit_points(series: Series, fit: SignalFit) -> Tuple[List[float], List[Optional[float]], str]:
+    """The points of ``series`` on the axis its fit was made on."""
+    return points(series, "step" if fit.per == "step" else "time")
 
 
 def _finite(v: Any) -> bool:
@@ -77,15 +86,65 @@ def finding_rows(f: Finding) -> List[Tuple[str, str]]:
     chain = f.evidence.get("chain") or c.get("chain")
     if isinstance(chain, list) and chain:
         rows.append(("chain", " → ".join(clean(x, 120) for x in chain[:12])))
-    ev = [f"{clean(k, 40)}={clean(v, 80)}" for k, v in f.evidence.items() if k != "chain"]
+    ev = evidence_text(f)
     if ev:
-        rows.append(("evidence", ", ".join(ev[:8])))
+        rows.append(("evidence", ev))
     proj = projection_text(f)
     if proj:
         rows.append(("OOM", proj))
     if f.fix_hint:
         rows.append(("fix", clean(f.fix_hint, 600)))
     return rows
+
+
+_EVIDENCE_SKIP = {"chain", "axis", "warmup_end_x", "reason", "x0", "x_end", "intercept"}
+
+
+def _g(v: Any) -> str:
+    if isinstance(v, bool) or not _finite(v):
+        return clean(v, 80)
+    return f"{v:.3g}" if isinstance(v, float) else f"{v:,}"
+
+
+def evidence_text(f: Finding) -> str:
+    """The evidence dict in words: known keys formatted, others as ``key=value``."""
+    ev, per = f.evidence, "step" if f.evidence.get("axis", "step") == "step" else "s"
+    out: List[str] = []
+    for k, v in ev.items():
+        if k in _EVIDENCE_SKIP or v is None or v is False:
+            continue
+        if k == "n" and _finite(v):
+            out.append(f"{_g(v)} samples")
+        elif k == "window" and isinstance(v, list) and len(v) == 2 and all(map(_finite, v)):
+            out.append(f"fitted over {per}s {_g(v[0])}–{_g(v[1])}" if per == "step"
+                       else f"fitted over {fmt_duration(v[0])}–{fmt_duration(v[1])}")
+        elif k == "ci" and isinstance(v, list) and len(v) == 2 and all(map(_finite, v)):
+            lo, hi = (fmt_bytes(x, True) if f.unit == "bytes" else fmt_count(x, True) for x in v)
+            out.append(f"interval {lo} … {hi}/{per}")
+        elif k == "p_value" and _finite(v):
+            out.append(f"p={v:.1e}")
+        elif k == "growth" and _finite(v):
+            out.append("grew " + (fmt_bytes(v, True) if f.unit == "bytes" else fmt_count(v, True)))
+        elif k == "autocorrelation_inflation" and _finite(v):
+            if v > 1.05:
+                out.append(f"autocorrelation ×{v:.1f}")
+        elif k == "sawtooth_floor" and v is True:
+            out.append("judged on the floor of a sawtooth")
+        elif k == "related_signals" and isinstance(v, list):
+            out.append("also growing: " + ", ".join(clean(x, 60) for x in v[:6]))
+        else:
+            shown = ", ".join(_g(x) for x in v[:6]) if isinstance(v, list) else _g(v)
+            out.append(f"{clean(k, 40)}={shown}")
+    return "; ".join(out[:10])
+
+
+def needed_text(fits: Dict[int, Dict[str, SignalFit]]) -> Optional[str]:
+    """What would settle an inconclusive run, from the first signal that says."""
+    for pf in fits.values():
+        for name, fit in pf.items():
+            if fit.verdict == "inconclusive" and fit.needed and fit.slope is not None:
+                return f"{clean(fit.needed, 120)} ({clean(name, 60)})"
+    return None
 
 
 def projection_text(f: Finding) -> Optional[str]:
@@ -104,10 +163,10 @@ def projection_text(f: Finding) -> Optional[str]:
     return f"{target} at {parts[0]}" + (f" ({parts[1]})" if len(parts) > 1 else "")
 
 
-def warmup_text(fit: SignalFit, axis: str) -> Optional[str]:
+def warmup_text(fit: SignalFit) -> Optional[str]:
     if fit.warmup_end_x is None:
         return None
-    if axis == "step":
+    if fit.per == "step":
         return f"step {int(fit.warmup_end_x):,}"
     return fmt_duration(fit.warmup_end_x)
 

@@ -39,11 +39,7 @@ def _num(v: Any) -> Optional[float]:
 
 
 def chart_payload(p: Process, name: str, fit: SignalFit, record: RunRecord) -> Dict[str, Any]:
-    series = p.series[name]
-    xs, axis = c.fit_xs(series, fit)
-    ys = [_num(v) for v in series.value]
-    pts = sorted((x, y) for x, y in zip(xs, ys) if not math.isnan(x))
-    xs, ys = [x for x, _ in pts], [y for _, y in pts]
+    xs, ys, axis = c.fit_points(p.series[name], fit)
     keep = _decimate(xs, ys)
     xs, ys = [xs[i] for i in keep], [ys[i] for i in keep]
     slope = fit.slope_per_step if axis == "step" else fit.slope_per_s
@@ -76,7 +72,7 @@ def chart_payload(p: Process, name: str, fit: SignalFit, record: RunRecord) -> D
         "rate_text": fmt_rate(fit.slope_per_step, fit.slope_per_s, fit.unit),
         "peak_text": c.peak_text(fit),
         "warmup_end_x": fit.warmup_end_x,
-        "warmup_text": c.warmup_text(fit, axis),
+        "warmup_text": c.warmup_text(fit),
         "reason": clean(fit.reason, 300),
         "limit": limit,
     }
@@ -134,11 +130,9 @@ def rate_text(rate: Optional[float], per: str, unit: str) -> str:
 def _series_xy(p: Optional[Process], name: str, x_axis: str) -> Optional[Dict[str, Any]]:
     if p is None or name not in p.series:
         return None
-    xs, axis = c.xs_of(p.series[name], x_axis)
-    ys = [_num(v) for v in p.series[name].value]
-    pts = sorted((x, y) for x, y in zip(xs, ys) if not math.isnan(x))
-    keep = _decimate([x for x, _ in pts], [y for _, y in pts])
-    return {"x": [pts[i][0] for i in keep], "y": [pts[i][1] for i in keep], "axis": axis}
+    xs, ys, axis = c.points(p.series[name], x_axis)
+    keep = _decimate(xs, ys)
+    return {"x": [xs[i] for i in keep], "y": [ys[i] for i in keep], "axis": axis}
 
 
 def signal_row(s: SignalDiff) -> Dict[str, Any]:
@@ -166,10 +160,10 @@ def diff_payload(diff: RunDiff) -> Dict[str, Any]:
 
     code = diff.exit_code
     verdict = {EXIT_REGRESSION: "leak", EXIT_BAD_INPUT: "inconclusive"}.get(code, "no_leak")
-    n_bad = len(diff.regressions)
+    bad = diff.regressions
     verdict_text = {
-        EXIT_REGRESSION: f"REGRESSION — {n_bad} signal(s) with a new or worse leak"
-        if n_bad else "REGRESSION — a new or worse leak finding",
+        EXIT_REGRESSION: f"REGRESSION — {len(bad)} new or worse leak(s): "
+        + "; ".join(clean(b, 120) for b in bad[:5]),
         EXIT_BAD_INPUT: "NOTHING COMPARABLE",
     }.get(code, "NO REGRESSION")
     procs = []

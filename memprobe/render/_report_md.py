@@ -52,7 +52,6 @@ def report_markdown(record: RunRecord) -> str:
         out += ["| signal | rate | verdict | peak | warm-up until | trend |",
                 "|---|---:|---|---:|---|---|"]
         for name, fit in pf.items():
-            xs_axis = c.fit_xs(p.series[name], fit)[1]
             verdict_cell = md(c.verdict_word(fit.verdict))
             if fit.verdict is not None:
                 verdict_cell += f" ({fmt_pct(fit.confidence)})"
@@ -61,7 +60,7 @@ def report_markdown(record: RunRecord) -> str:
                 md(fmt_rate(fit.slope_per_step, fit.slope_per_s, fit.unit)),
                 verdict_cell,
                 md(c.peak_text(fit)),
-                md(c.warmup_text(fit, xs_axis) or "–"),
+                md(c.warmup_text(fit) or "–"),
                 sparkline(p.series[name].value, 20),
             ]
             out.append("| " + " | ".join(cells) + " |")

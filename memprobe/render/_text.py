@@ -158,6 +158,8 @@ def fmt_pct(x: Optional[float]) -> str:
     if not _finite(x):
         return "–"
     assert x is not None
+    if 0.995 <= x < 1.0:
+        return ">99%"  # never round a p-value-based confidence up to certainty
     return f"{100.0 * x:.0f}%"
 
 

@@ -81,6 +81,8 @@ def render_diff(diff: RunDiff, console: Console) -> None:
     head.add_column(style="bold", no_wrap=True)
     head.add_column(overflow="fold")
     head.add_row("Result", Text(result_text(diff), style=style))
+    for r in diff.regressions[:10]:
+        head.add_row("", Text("• " + clean(r, 200), style="red"))
     for label, rec in (("Before", diff.before), ("After", diff.after)):
         t = Text(clean(" ".join(rec.command), 200) + " ")
         t.append(f"({c.verdict_word(rec.verdict)})", style=c.VERDICT_STYLE.get(rec.verdict, ""))
@@ -128,6 +130,8 @@ def render_diff(diff: RunDiff, console: Console) -> None:
 
 def diff_markdown(diff: RunDiff) -> str:
     out: List[str] = ["## memprobe diff", "", f"**{md(result_text(diff))}**", ""]
+    out += [f"- {md(r, 200)}" for r in diff.regressions[:20]]
+    out += [""] if diff.regressions else []
     for label, rec in (("Before", diff.before), ("After", diff.after)):
         out.append(f"- {label}: {md_code(' '.join(rec.command), 200)} "
                    f"({md(c.verdict_word(rec.verdict))})")
@@ -202,6 +206,7 @@ def diff_json(diff: RunDiff) -> str:
         "result": {EXIT_REGRESSION: "regression", EXIT_BAD_INPUT: "nothing_comparable"}.get(
             code, "ok"),
         "per": diff.per,
+        "regressions": diff.regressions,
         "before": {"command": diff.before.command, "verdict": diff.before.verdict,
                    "schema": diff.before.schema, "x_axis": diff.before.x_axis},
         "after": {"command": diff.after.command, "verdict": diff.after.verdict,

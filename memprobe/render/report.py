@@ -25,7 +25,7 @@ from memprobe.render._text import clean, fmt_duration, fmt_pct, fmt_rate, sparkl
 __all__ = ["render_report", "report_markdown", "report_json", "FINDINGS_SCHEMA"]
 
 FINDINGS_SCHEMA = "memprobe.findings/1"
-SPARK_WIDTH = 20
+SPARK_WIDTH = 12
 MAX_EVENTS = 8
 
 
@@ -48,10 +48,12 @@ def render_report(record: RunRecord, console: Console) -> None:
         console.print(notes)
 
 
-def _verdict_text(verdict: Optional[str], confidence: Optional[float] = None) -> Text:
-    t = Text(c.verdict_word(verdict), style=c.VERDICT_STYLE.get(verdict or "", "dim"))
-    if confidence is not None and verdict is not None:
-        t.append(f" ({fmt_pct(confidence)})", style="dim")
+def _verdict_text(fit: SignalFit) -> Text:
+    word = c.verdict_word(fit.verdict)
+    t = Text(word.upper() if fit.verdict == "leak" else word,
+             style=c.VERDICT_STYLE.get(fit.verdict or "", "dim"))
+    if fit.verdict in ("leak", "no_leak"):
+        t.append(f" {fmt_pct(fit.confidence)}", style="dim")
     return t
 
 
@@ -65,6 +67,10 @@ def _header(record: RunRecord, fits: Dict[int, Dict[str, SignalFit]]) -> Rendera
     if conf is not None:
         verdict.append(f"  confidence {fmt_pct(conf)}")
     grid.add_row("Verdict", verdict)
+    if record.verdict == "inconclusive":
+        need = c.needed_text(fits)
+        if need:
+            grid.add_row("Needs", Text(need))
     grid.add_row("Command", Text(clean(" ".join(record.command), 300)))
     steps = c.max_steps(record)
     run = f"{fmt_duration(record.duration_s)}, {steps:,} steps, {c.exit_text(record)}"
@@ -96,18 +102,25 @@ def _finding(i: int, f: Finding, record: RunRecord) -> RenderableType:
     return outer
 
 
-def _spark(p: Process, name: str, fit: SignalFit, x_axis: str) -> Text:
-    series = p.series[name]
-    xs, _axis = c.fit_xs(series, fit)
-    line = sparkline(series.value, SPARK_WIDTH)
+def _spark(p: Process, name: str, fit: SignalFit) -> Text:
+    xs, ys, _axis = c.fit_points(p.series[name], fit)
+    pts = [(x, y) for x, y in zip(xs, ys) if y is not None]
+    line = sparkline([y for _, y in pts], SPARK_WIDTH)
     warm = 0
-    if fit.warmup_end_x is not None and xs:
-        inside = sum(1 for x in xs if x <= fit.warmup_end_x)
-        warm = min(len(line), -(-inside * len(line) // len(xs)))
+    if fit.warmup_end_x is not None and pts:
+        inside = sum(1 for x, _ in pts if x <= fit.warmup_end_x)
+        warm = min(len(line), -(-inside * len(line) // len(pts)))
     style = c.VERDICT_STYLE.get(fit.verdict or "", "")
     t = Text(line[:warm], style="dim")
     t.append(line[warm:], style=style.replace("bold ", ""))
     return t
+
+
+def _row_rank(fit: SignalFit) -> int:
+    """Leaks first, then signals with a rate, then those the analysis could not fit."""
+    if fit.verdict == "leak":
+        return 0
+    return 1 if fit.slope is not None else 2
 
 
 def _process(p: Process, fits: Dict[str, SignalFit], record: RunRecord) -> RenderableType:
@@ -120,18 +133,18 @@ def _process(p: Process, fits: Dict[str, SignalFit], record: RunRecord) -> Rende
     title.append(extra, style="dim")
     if not fits:
         return Group(title, Padding(Text("no samples", style="dim"), (0, 0, 0, 2)))
-    table = Table(box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, show_edge=False)
-    table.add_column("signal", overflow="fold", ratio=1, min_width=10)
+    table = Table(box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False, show_edge=False)
+    table.add_column("signal", overflow="fold", ratio=1, min_width=16)
     table.add_column("rate", justify="right", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
     table.add_column("peak", justify="right", no_wrap=True)
     table.add_column("trend", no_wrap=True, width=SPARK_WIDTH)
     warmups: Dict[str, List[str]] = {}
-    for name, fit in fits.items():
+    for name, fit in sorted(fits.items(), key=lambda kv: _row_rank(kv[1])):
         rate = fmt_rate(fit.slope_per_step, fit.slope_per_s, fit.unit)
-        table.add_row(Text(clean(name, 80)), Text(rate), _verdict_text(fit.verdict, fit.confidence),
-                      Text(c.peak_text(fit)), _spark(p, name, fit, record.x_axis))
-        w = c.warmup_text(fit, c.fit_xs(p.series[name], fit)[1])
+        table.add_row(Text(clean(name, 80)), Text(rate), _verdict_text(fit),
+                      Text(c.peak_text(fit)), _spark(p, name, fit))
+        w = c.warmup_text(fit)
         if w:
             warmups.setdefault(w, []).append(clean(name, 80))
     parts: List[RenderableType] = [title, Padding(table, (0, 0, 0, 2))]
