@@ -69,6 +69,8 @@ class Agent:
     def close(self, reason: str) -> None:
         self._stop.set()
         self.sample(None, time.monotonic())
+        # a last census and any open tracemalloc window: what outlived the run
+        self.collect("expensive", self.expensive.on_exit, self.steps, time.monotonic())
         self.emit({"k": wire.K_EXIT, "t": self.now(), "steps": self.steps, "reason": reason})
 
     # -- writing ---------------------------------------------------------------------------

@@ -2,21 +2,241 @@
 
 Scheduled on an overhead budget. ``next_due`` is the monotonic time at or after
 which the agent calls ``on_step`` (at a step boundary) or ``on_tick`` (from the
-background thread when no steps come).
+background thread when no steps come); ``on_exit`` runs once at exit.
+
+Census message (``k: "census"``): ``v`` holds the scalar signals
+(``objects:<type>`` for the growing types only, ``tensors:*``, ``graph:*``,
+``ndarray:*``, ``modules:*``, ``figures:count``, ``container:<holder>:len``);
+the rest is the payload: ``seq``, ``objects_total``, ``stride``, ``types``,
+``growing_types``, ``tensors``, ``graphs``, ``ndarray``, ``modules``,
+``figures``, ``containers``, ``tracemalloc`` (when a window ended),
+``duration_s``, ``truncated``, ``budget``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import threading
+import time
+from typing import Any, Dict, List, Optional, Set
+
+from . import census, roots, wire
+from .budget import Budget
+from .containers import ContainerTracker
+from .tmwindow import TraceWindow
+
+MAX_WATCHED_TYPES = 12
+SUSPICIOUS_DELTA = 4  # items gained between two censuses that start a tracemalloc window
+TM_MIN_GAP_S = 30.0
+TICK_AFTER_S = 5.0  # a program without steps gets its first census after this long
 
 
 class Expensive:
     def __init__(self, agent: Any) -> None:
+        cfg = agent.config
         self.agent = agent
-        self.next_due = float("inf")  # nothing scheduled until the census lands
+        now = time.monotonic()
+        self.enabled = bool(cfg.get("census", True))
+        self.budget = Budget(float(cfg.get("overhead_budget", 0.03)), now)
+        self.max_objects = int(cfg.get("census_max_objects", 1_000_000))
+        self.min_len = int(cfg.get("census_min_len", 4))
+        self.deadline_s = float(cfg.get("census_deadline_s", 1.0))
+        # two censuses at fixed steps (5 and 25 by default) whatever the budget, so that a
+        # short run still sees a container grow; their cost is a debt the budget repays
+        self.force_at = int(cfg.get("census_first_step", 5))
+        self.force_gap = int(cfg.get("census_second_after", 20))
+        self.forced_left = 2
+        self.poll_s = max(0.25, float(cfg.get("sample_interval_s", 0.1)))
+        self.tracker = ContainerTracker()
+        self.tm = TraceWindow(str(cfg.get("tracemalloc", "auto")))
+        self.census_due = now + TICK_AFTER_S
+        self.based = False
+        self.poll_due = float("inf")
+        self.tm_allowed = now
+        self.seq = 0
+        self.last = (now, 0)  # (time, step) of the last census
+        self.prev_counts: Dict[str, int] = {}
+        self.watched_types: Dict[str, int] = {}
+        self.prev_v: Dict[str, float] = {}
+        self.said: Set[str] = set()
+        self._lock = threading.Lock()
+        self.next_due = 0.0 if self.enabled else float("inf")
+        if self.enabled and self.tm.mode == "always":
+            self.tm.begin(0, now)
+
+    # -- entry points (each runs under agent.collect) ------------------------------------
 
     def on_step(self, step: int, now: float) -> None:
-        pass
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
+            force = self.forced_left > 0 and step >= self.force_at
+            if force:
+                self.forced_left -= 1
+                self.force_at = step + self.force_gap
+            if force or self.forced_left < 2:
+                self._due(step, now, force=force)
+        finally:
+            self._lock.release()
 
     def on_tick(self, now: float) -> None:
-        pass
+        # without steps: a program that never steps (a stall of a stepping one is not sampled)
+        if self.agent.steps:
+            return
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
+            self._due(None, now, force=False)
+        finally:
+            self._lock.release()
+
+    def on_exit(self, step: int, now: float) -> None:
+        """A last census at exit (the state that outlived the run) and any open window."""
+        if not self.enabled or not self._lock.acquire(blocking=False):
+            return
+        try:
+            tm = self.tm.end(step, now) if self.tm.active else None
+            if tm is not None or now - self.last[0] >= 0.5:
+                self._census(step or None, now, tm)
+        finally:
+            self._lock.release()
+
+    # -- scheduling ------------------------------------------------------------------------
+
+    def _due(self, step: Optional[int], now: float, force: bool) -> None:
+        if self.tm.active and self.tm.mode == "auto" and self.tm.due(step or 0, now):
+            result = self._end_window(step, now)
+            if result is not None:  # its own line: a census here would cost outside the budget
+                self.agent.emit({"k": wire.K_CENSUS, "t": now - self.agent.t0, "step": step,
+                                 "v": {}, "tracemalloc": result})
+        tracing = self.tm.active and self.tm.mode == "auto"
+        if force or (now >= self.census_due and not tracing):  # a census under tracemalloc
+            self._census(step, now, None)                     # would run many times slower
+        elif now >= self.poll_due:
+            self._poll(step, now)
+        window = now + 0.1 if self.tm.active and self.tm.mode == "auto" else float("inf")
+        # until the fixed-step censuses are taken, look at every step (a cheap comparison)
+        due = min(self.census_due, self.poll_due, window)
+        self.next_due = 0.0 if self.forced_left else due
+
+    def _poll(self, step: Optional[int], now: float) -> None:
+        t0 = time.perf_counter()
+        v = self.tracker.poll()
+        if v:
+            self.agent.emit({"k": wire.K_SAMPLE, "t": now - self.agent.t0, "step": step, "v": v})
+        self.budget.charge("poll", time.perf_counter() - t0, now)
+        self.poll_due = now + self.poll_s if self.tracker.pollable() else float("inf")
+
+    def _end_window(self, step: Optional[int], now: float) -> Optional[Dict[str, Any]]:
+        t0 = time.perf_counter()
+        result = self.tm.end(step or 0, now)
+        last_t, last_step = self.last
+        window_steps = (step or 0) - self.tm.start_step
+        cost = time.perf_counter() - t0
+        if result is not None and step is not None and last_step and self.tm.start_step > last_step:
+            # the window's cost is how much slower its steps ran than the steps before it
+            base = (self.tm.start_t - last_t) / max(1, self.tm.start_step - last_step)
+            cost += max(0.0, result["seconds"] - window_steps * base)
+        self.budget.charge("tracemalloc", cost, now)
+        self.tm_allowed = max(self.budget.next_after(now, cost), now + TM_MIN_GAP_S)
+        return result
+
+    # -- the census ------------------------------------------------------------------------
+
+    def _census(self, step: Optional[int], now: float, tm_result: Optional[Dict[str, Any]]) -> None:
+        t0 = time.perf_counter()
+        if step is not None and not self.based:
+            # growth is measured from the first census at a step boundary: what the imports
+            # and the set-up built before it is not a leak
+            self.based = True
+            self.prev_counts, self.tracker = {}, ContainerTracker()
+            self.watched_types.clear()
+        res = census.take(self.max_objects, self.min_len, self.deadline_s)
+        v: Dict[str, float] = res["v"]
+        payload: Dict[str, Any] = res["payload"]
+        counts: Dict[str, int] = payload.pop("_counts")
+        holder_deadline = time.perf_counter() + self.deadline_s / 4
+        t_hold = time.perf_counter()
+        self._graph_holder(res, v, payload, holder_deadline)
+        cv, entries = self.tracker.update(res["containers"], res["lengths"], step, holder_deadline,
+                                          {id(res), id(v), id(payload), id(counts)})
+        del res
+        payload["timings"]["holders_s"] = round(time.perf_counter() - t_hold, 4)
+        v.update(cv)
+        payload["containers"] = entries
+        self._types(counts, v, payload)
+        if self.tm.mode == "always" and self.tm.active and tm_result is None:
+            tm_result = self.tm.end(step or 0, now)
+        if tm_result is not None:
+            payload["tracemalloc"] = tm_result
+        cost = time.perf_counter() - t0
+        self.budget.charge("census", cost, now)
+        self.seq += 1
+        payload["duration_s"] = round(cost, 4)
+        payload["budget"] = self.budget.summary(now)
+        self.agent.emit({"k": wire.K_CENSUS, "t": now - self.agent.t0, "step": step,
+                         "seq": self.seq, "v": v, **payload})
+        self._say(payload)
+        if self.tm.mode == "auto" and not self.tm.active and now >= self.tm_allowed \
+                and not self.forced_left and step is not None and self._suspicious(v, entries):
+            self.tm.begin(step, time.monotonic())
+        self.prev_v = v
+        done = time.monotonic()
+        self.last = (done, step or 0)
+        self.census_due = self.budget.next_after(done, cost)
+        self.poll_due = done + self.poll_s if self.tracker.pollable() else float("inf")
+
+    def _graph_holder(self, res: Dict[str, Any], v: Dict[str, float], payload: Dict[str, Any],
+                      deadline: float) -> None:
+        """Who holds the largest graph's tensor, when that graph grew (state never detached)."""
+        tensor = res.pop("largest_tensor", None)
+        now_largest = v.get("graph:largest", 0)
+        grew = now_largest - self.prev_v.get("graph:largest", now_largest)
+        if tensor is None or grew < SUSPICIOUS_DELTA or "graphs" not in payload:
+            return
+        found = roots.search({id(tensor)}, deadline).get(id(tensor))
+        if found is not None:
+            payload["graphs"]["largest_holder"] = found["holder"]
+
+    def _types(self, counts: Dict[str, int], v: Dict[str, float], payload: Dict[str, Any]) -> None:
+        """``objects:<type>`` for the types that grow most (watched once seen: steady series)."""
+        prev = self.prev_counts
+        growing: List[Dict[str, Any]] = []
+        if prev:
+            for name, n in counts.items():
+                delta = n - prev.get(name, 0)
+                if delta >= SUSPICIOUS_DELTA and not name.startswith("memprobe_agent"):
+                    growing.append({"type": name, "count": n, "delta": delta})
+            growing.sort(key=lambda g: -g["delta"])
+            for g in growing[:5]:
+                if len(self.watched_types) < MAX_WATCHED_TYPES:
+                    self.watched_types.setdefault(g["type"], self.seq)
+        self.prev_counts = counts
+        payload["growing_types"] = growing[:10]
+        types = payload["types"]
+        for name in self.watched_types:
+            n = counts.get(name, 0)
+            v[f"objects:{name}"] = n
+            types.setdefault(name, {"count": n})
+
+    def _suspicious(self, v: Dict[str, float], entries: List[Dict[str, Any]]) -> bool:
+        if any(e.get("grew", 0) >= SUSPICIOUS_DELTA for e in entries):
+            return True
+        keys = ("tensors:grad_fn_count", "graph:nodes", "ndarray:count", "modules:count",
+                "figures:count", "tensors:count")
+        return any(v.get(k, 0) - self.prev_v.get(k, v.get(k, 0)) >= SUSPICIOUS_DELTA
+                   for k in keys)
+
+    def _say(self, payload: Dict[str, Any]) -> None:
+        stride = payload.get("stride", 1)
+        if stride > 1 and "sampled" not in self.said:
+            self.said.add("sampled")
+            self.agent.event("census_sampled",
+                             f"heap of {payload['objects_total']:,} objects: the census counts "
+                             f"every {stride}th object (cap {self.max_objects:,}); counts are "
+                             "estimates")
+        for part in payload.get("truncated", []):
+            if part not in self.said:
+                self.said.add(part)
+                self.agent.event("census_truncated",
+                                 f"census {part} cut off after {self.deadline_s:g} s; "
+                                 "its figures are estimates from the part walked")

@@ -1,0 +1,195 @@
+"""A process' census payloads as growth figures: what grows per step, in which container.
+
+Pure and defensive: the census list comes from a run record (JSON written by
+the agent, possibly truncated or from an older memprobe), so every field is
+read with a type check and a default. Rates are per step when the censuses
+have steps, else per second.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+# scalar name -> (payload section, field[, sub-field])
+_PATHS: Dict[str, Tuple[str, ...]] = {
+    "graph:nodes": ("graphs", "nodes"),
+    "graph:roots": ("graphs", "roots"),
+    "graph:largest": ("graphs", "largest"),
+    "tensors:count": ("tensors", "count"),
+    "tensors:grad_fn_count": ("tensors", "grad_fn_count"),
+    "tensors:cpu_bytes": ("tensors", "bytes_by_device", "cpu"),
+    "modules:count": ("modules", "count"),
+    "modules:param_bytes": ("tensors", "param_bytes"),
+    "ndarray:count": ("ndarray", "count"),
+    "ndarray:bytes": ("ndarray", "bytes"),
+    "figures:count": ("figures", "count"),
+}
+MIN_ITEMS = 4  # a container must gain at least this many items to be blamed
+
+
+def _num(v: Any) -> Optional[float]:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v:
+        return None
+    return float(v)
+
+
+def _get(d: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(key)
+    return d
+
+
+@dataclass(frozen=True)
+class Container:
+    holder: str
+    type: str
+    len: int
+    per_step: float
+    growth: int
+    elem_types: List[str] = field(default_factory=list)
+    chain: List[str] = field(default_factory=list)
+    complete: bool = True
+    scalar: bool = False
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Growth of everything the censuses of one process counted."""
+
+    entries: List[Dict[str, Any]]
+    xs: List[float]
+    containers: List[Container]
+    windows: List[Dict[str, Any]]
+
+    @property
+    def n(self) -> int:
+        return len(self.entries)
+
+    def value(self, name: str, index: int = -1) -> Optional[float]:
+        if not self.entries:
+            return None
+        return _num(_get(self.entries[index], *_PATHS[name]))
+
+    def growth(self, name: str) -> float:
+        first, last = self.value(name, 0), self.value(name, -1)
+        return last - first if first is not None and last is not None else 0.0
+
+    def rate(self, name: str) -> float:
+        """Growth per step (per second without steps), first census to last."""
+        span = self.xs[-1] - self.xs[0] if len(self.xs) >= 2 else 0.0
+        return self.growth(name) / span if span > 0 else 0.0
+
+    def last(self, section: str, key: str) -> Any:
+        for entry in reversed(self.entries):
+            value = _get(entry, section, key)
+            if value is not None:
+                return value
+        return None
+
+    def type_rate(self, name: str) -> float:
+        pts = [(x, _num(_get(e, "types", name, "count"))) for x, e in zip(self.xs, self.entries)]
+        have = [(x, c) for x, c in pts if c is not None]
+        if len(have) < 2 or have[-1][0] <= have[0][0]:
+            return 0.0
+        return (have[-1][1] - have[0][1]) / (have[-1][0] - have[0][0])
+
+    def top_type(self) -> Optional[str]:
+        """The type that gained most over the censuses (as the agent reported growth)."""
+        gained: Dict[str, float] = {}
+        for entry in self.entries[1:]:
+            for g in entry.get("growing_types") or []:
+                if isinstance(g, dict) and isinstance(g.get("type"), str):
+                    gained[g["type"]] = gained.get(g["type"], 0.0) + (_num(g.get("delta")) or 0.0)
+        best = max(gained.items(), key=lambda kv: kv[1], default=None)
+        return best[0] if best is not None and best[1] >= MIN_ITEMS else None
+
+    def growing_module_type(self) -> Optional[str]:
+        first = _get(self.entries[0], "modules", "types") if self.entries else None
+        last = _get(self.entries[-1], "modules", "types") if self.entries else None
+        if not isinstance(last, dict):
+            return None
+        first = first if isinstance(first, dict) else {}
+        deltas = {k: (_num(v) or 0.0) - (_num(first.get(k)) or 0.0) for k, v in last.items()}
+        best = max(deltas.items(), key=lambda kv: kv[1], default=None)
+        return best[0] if best is not None and best[1] > 0 else None
+
+    def growing(self) -> List[Container]:
+        """Containers that gained items, lists of plain numbers left out (a few bytes a step)."""
+        return [c for c in self.containers
+                if c.growth >= MIN_ITEMS and c.per_step > 0 and not c.scalar]
+
+    def top_container(self) -> Optional[Container]:
+        boxes = self.growing()
+        return max(boxes, key=lambda c: (c.complete, c.per_step), default=None)
+
+    def container_of(self, type_name: str) -> Optional[Container]:
+        """The fastest-growing container whose last items are of this type."""
+        tensor = type_name == "torch.Tensor"
+        boxes = [c for c in self.growing() if type_name in c.elem_types
+                 or (tensor and any(t.endswith("Tensor") for t in c.elem_types))]
+        return max(boxes, key=lambda c: (c.complete, c.per_step), default=None)
+
+    def location(self) -> Tuple[Optional[str], List[str]]:
+        """The user's line that allocated most of what survived the tracemalloc windows."""
+        by_line: Dict[str, Tuple[float, List[str]]] = {}
+        for w in self.windows:
+            for tb in w.get("tracebacks") or []:
+                if not isinstance(tb, dict) or not isinstance(tb.get("user_line"), str):
+                    continue
+                size = _num(tb.get("size")) or 0.0
+                frames = [str(f) for f in tb.get("traceback") or []][:8]
+                old = by_line.get(tb["user_line"], (0.0, frames))
+                by_line[tb["user_line"]] = (old[0] + size, old[1])
+            if not by_line:
+                for line in w.get("top") or []:
+                    if isinstance(line, dict) and line.get("user") and \
+                            isinstance(line.get("line"), str):
+                        by_line.setdefault(line["line"], (_num(line.get("size")) or 0.0, []))
+        if not by_line:
+            return None, []
+        best = max(by_line.items(), key=lambda kv: kv[1][0])
+        return best[0], best[1][1]
+
+
+def build_profile(census: Sequence[Any]) -> Profile:
+    """Profile of one process from its census list (``Process.census``)."""
+    full = [c for c in census if isinstance(c, dict) and isinstance(c.get("types"), dict)]
+    stepped = [c for c in full if isinstance(c.get("step"), int)]
+    axis_step = len(stepped) >= 2
+    entries = stepped if axis_step else full
+    xs = [float(c["step"]) if axis_step else (_num(c.get("t")) or 0.0) for c in entries]
+    windows = [c["tracemalloc"] for c in census
+               if isinstance(c, dict) and isinstance(c.get("tracemalloc"), dict)]
+    return Profile(entries=entries, xs=xs, containers=_containers(entries, xs), windows=windows)
+
+
+def _containers(entries: List[Dict[str, Any]], xs: List[float]) -> List[Container]:
+    """Each holder's growth from the census before it was first seen to its last census."""
+    first_seen: Dict[str, int] = {}
+    last: Dict[str, Tuple[int, Dict[str, Any]]] = {}
+    for i, entry in enumerate(entries):
+        for box in entry.get("containers") or []:
+            if isinstance(box, dict) and isinstance(box.get("holder"), str):
+                first_seen.setdefault(box["holder"], i)
+                last[box["holder"]] = (i, box)
+    out: List[Container] = []
+    for holder, (i, box) in last.items():
+        j = first_seen[holder]
+        length = int(_num(box.get("len")) or 0)
+        base = _num(box.get("first_len"))
+        base_x = xs[j - 1] if j > 0 else xs[j]
+        if base is None:
+            base, base_x = length, xs[i]
+        growth = length - int(base)
+        span = xs[i] - base_x
+        per_step = growth / span if span > 0 else 0.0
+        elems = [str(t) for t in box.get("elem_types") or [] if isinstance(t, str)]
+        chain = [str(c) for c in box.get("chain") or []]
+        out.append(Container(holder=holder, type=str(box.get("type", "?")), len=length,
+                             per_step=per_step, growth=growth, elem_types=elems, chain=chain,
+                             complete=bool(box.get("complete", True)),
+                             scalar=bool(box.get("scalar", False))))
+    return out

@@ -1,0 +1,269 @@
+"""Name the culprit of each leak finding: what grows, who holds it, where it is allocated.
+
+Pure: a run record's census payloads (written by the agent's census, see
+``memprobe/bootstrap/memprobe_agent/expensive.py``) and the findings in,
+findings with ``culprit``, ``evidence`` and a pattern's fix hint out. The
+patterns are DESIGN.md's table: retained autograd graphs, state never
+detached, unbounded containers, models kept alive, figures never closed,
+NumPy temporaries kept. Non-leak findings pass through untouched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence
+
+from memprobe.analysis.census import Container, Profile, build_profile
+from memprobe.record import Finding, RunRecord
+
+__all__ = ["Culprit", "attribute", "culprit_for", "live_culprit"]
+
+HINT_ITEM = (
+    "keep numbers, not tensors: `losses.append(loss.item())` / `total += loss.item()` "
+    "(or `loss.detach()`); every kept loss tensor keeps its step's autograd graph alive"
+)
+HINT_DETACH = (
+    "state carried across steps keeps every step's graph alive: detach it at the step "
+    "boundary (`h = h.detach()`, `running = running.detach()`)"
+)
+HINT_CONTAINER = "clear it once used, or bound it: `collections.deque(maxlen=N)`"
+HINT_MODULE = (
+    "old models stay alive: drop the reference (registry, 'best so far' slot, reference "
+    "cycle); copy weights with `load_state_dict` instead of `copy.deepcopy`"
+)
+HINT_FIGURE = "figures are never closed: call `plt.close(fig)` once each one is saved"
+HINT_NUMPY = "per-step NumPy arrays are kept: preallocate and reuse a buffer, or keep summaries"
+HINT_OBJECTS = "objects of this type accumulate: find who keeps them and drop or bound it"
+
+TENSOR = "torch.Tensor"
+FIGURE = "matplotlib.figure.Figure"
+NDARRAY = "numpy.ndarray"
+
+
+@dataclass(frozen=True)
+class Culprit:
+    """What one finding is blamed on."""
+
+    type: Optional[str]
+    holder: Optional[str]
+    location: Optional[str]
+    holds_autograd_graph: bool
+    pattern: str
+    fix_hint: Optional[str]
+    sentence: str
+    evidence: Dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> Dict[str, Any]:
+        return {"type": self.type, "holder": self.holder, "location": self.location,
+                "holds_autograd_graph": self.holds_autograd_graph}
+
+
+def attribute(record: RunRecord, findings: List[Finding]) -> List[Finding]:
+    """Fill culprit, evidence and fix hint of every leak finding a census can explain."""
+    profiles: Dict[Optional[int], Profile] = {}
+    for proc in record.processes:
+        profiles[proc.pid] = build_profile(proc.census)
+    out: List[Finding] = []
+    for f in findings:
+        prof = profiles.get(f.pid)
+        c = culprit_for(f.signal, prof) if f.verdict == "leak" and f.kind == "leak" and prof \
+            else None
+        if c is None:
+            out.append(f)
+            continue
+        explanation = c.sentence + (" " + f.explanation if f.explanation else "")
+        out.append(dataclasses.replace(
+            f, culprit=c.as_dict(), evidence={**c.evidence, **f.evidence},
+            fix_hint=c.fix_hint or f.fix_hint, explanation=explanation))
+    return out
+
+
+def culprit_for(signal: str, prof: Profile) -> Optional[Culprit]:
+    """The culprit behind one growing signal of a process, or None when nothing explains it."""
+    if prof.n < 2:
+        return None
+    if signal.startswith("container:"):
+        holder = signal[len("container:"):].rsplit(":", 1)[0]
+        box = next((b for b in prof.containers if b.holder == holder), None)
+        return _container(prof, box) if box is not None else _primary(prof)
+    if signal.startswith("objects:"):
+        return _of_type(prof, signal[len("objects:"):])
+    if signal.startswith(("tensors:", "graph:")):
+        return _graphs(prof) or _tensors(prof) or _primary(prof)
+    if signal.startswith("modules:"):
+        return _modules(prof) or _primary(prof)
+    if signal.startswith("figures:"):
+        return _kind(prof, FIGURE, "figures", HINT_FIGURE) or _primary(prof)
+    if signal.startswith("ndarray:"):
+        return _kind(prof, NDARRAY, "ndarrays", HINT_NUMPY) or _primary(prof)
+    return _primary(prof)
+
+
+def live_culprit(process_census: Sequence[Dict[str, Any]]) -> Optional[str]:
+    """One short line for the live table: the top growing thing and its holder, or None."""
+    prof = build_profile(process_census)
+    c = _primary(prof) if prof.n >= 2 else None
+    if c is None:
+        return None
+    graph = ", holds autograd graphs" if c.holds_autograd_graph else ""
+    rate = c.evidence.get("per_step")
+    what = f"{c.type}" if c.type else "objects"
+    grows = isinstance(rate, (int, float)) and rate > 0
+    grow = f" +{rate:.3g} {what}/step" if grows else f" {what}"
+    return f"{c.holder or '?'}{grow}{graph}"
+
+
+# -- patterns, most specific first -----------------------------------------------------------
+
+
+def _primary(prof: Profile) -> Optional[Culprit]:
+    """The process-wide culprit, for signals that say only that memory grows."""
+    for fn in (_graphs, _modules, _figures, _numpy):
+        c = fn(prof)
+        if c is not None:
+            return c
+    box = prof.top_container()
+    if box is not None:
+        return _container(prof, box)
+    top = prof.top_type()
+    return _of_type(prof, top) if top is not None else None
+
+
+def _graphs(prof: Profile) -> Optional[Culprit]:
+    roots, largest = prof.rate("graph:roots"), prof.rate("graph:largest")
+    grad = prof.rate("tensors:grad_fn_count")
+    per_root = prof.last("graphs", "mean_per_root")
+    if largest > 0.5 and largest >= roots:
+        accumulating = prof.last("graphs", "largest_root_type") in ("AddBackward0", "SumBackward0")
+        holder = prof.last("graphs", "largest_holder")
+        box = prof.container_of(TENSOR)
+        ev = _ev(per_step=largest, graph_nodes=prof.value("graph:largest"),
+                 largest_graph_nodes_per_step=round(largest, 2),
+                 graph_root=prof.last("graphs", "largest_root_type"))
+        if accumulating:
+            return _make(prof, TENSOR, holder or (box.holder if box else None), True,
+                         "accumulated loss tensor", HINT_ITEM,
+                         f"a tensor accumulated across steps (`total += loss`) holds one autograd "
+                         f"graph that gains {largest:.3g} nodes per step.", ev, box)
+        return _make(prof, TENSOR, holder, True, "state not detached", HINT_DETACH,
+                     f"one autograd graph gains {largest:.3g} nodes per step: state carried "
+                     "across steps is never detached.", ev, None)
+    if max(roots, grad) > 0.05 and (prof.growth("graph:roots") >= 4 or
+                                    prof.growth("tensors:grad_fn_count") >= 4):
+        box = prof.container_of(TENSOR)
+        nodes = f" of {per_root:.0f} nodes" if isinstance(per_root, (int, float)) else ""
+        who = f"`{box.holder}` (a {box.type})" if box else "something"
+        ev = _ev(per_step=max(roots, grad), graph_nodes_per_root=per_root,
+                 graph_roots=prof.value("graph:roots"),
+                 container_len=box.len if box else None)
+        return _make(prof, TENSOR, box.holder if box else None, True, "retained graphs",
+                     HINT_ITEM, f"{who} gains {max(roots, grad):.3g} torch.Tensor per step; "
+                     f"each keeps an autograd graph{nodes} alive.", ev, box)
+    return None
+
+
+def _tensors(prof: Profile) -> Optional[Culprit]:
+    rate = prof.rate("tensors:count")
+    if rate <= 0.05 or prof.growth("tensors:count") < 4:
+        return None
+    box = prof.container_of(TENSOR)
+    ev = _ev(per_step=rate, tensor_bytes_per_step=round(prof.rate("tensors:cpu_bytes")))
+    return _make(prof, TENSOR, box.holder if box else None, False, "tensors kept",
+                 HINT_CONTAINER if box else HINT_ITEM,
+                 f"{rate:.3g} more live tensors per step (no autograd graph).", ev, box)
+
+
+def _modules(prof: Profile) -> Optional[Culprit]:
+    rate = prof.rate("modules:count")
+    if rate <= 0 or prof.growth("modules:count") < 2:
+        return None
+    name = prof.growing_module_type() or "torch.nn.Module"
+    box = prof.container_of(name)
+    ev = _ev(per_step=rate, module_type=name,
+             param_bytes_per_step=round(prof.rate("modules:param_bytes")))
+    return _make(prof, name, box.holder if box else None, False, "models kept", HINT_MODULE,
+                 f"{rate:.3g} more `{name}` instances per step stay alive with their "
+                 "parameters.", ev, box)
+
+
+def _figures(prof: Profile) -> Optional[Culprit]:
+    return _kind(prof, FIGURE, "figures", HINT_FIGURE)
+
+
+def _numpy(prof: Profile) -> Optional[Culprit]:
+    return _kind(prof, NDARRAY, "ndarray", HINT_NUMPY)
+
+
+def _kind(prof: Profile, type_name: str, key: str, hint: str) -> Optional[Culprit]:
+    signal = "figures:count" if key == "figures" else "ndarray:count"
+    rate = prof.rate(signal)
+    if rate <= 0 or prof.growth(signal) < 4:
+        return None
+    box = prof.container_of(type_name)
+    ev = _ev(per_step=rate)
+    if key != "figures":
+        ev["bytes_per_step"] = round(prof.rate("ndarray:bytes"))
+    return _make(prof, type_name, box.holder if box else None, False, key, hint,
+                 f"{rate:.3g} more live `{type_name}` per step.", ev, box)
+
+
+def _container(prof: Profile, box: Container) -> Culprit:
+    elem = box.elem_types[0] if box.elem_types else None
+    if elem is not None and _is_tensor(elem):
+        graph = _graphs(prof)
+        if graph is not None and graph.holds_autograd_graph and graph.pattern == "retained graphs":
+            return graph
+    if elem == FIGURE:
+        hint = HINT_FIGURE
+    elif elem == NDARRAY:
+        hint = HINT_NUMPY
+    elif elem is not None and prof.rate("modules:count") > 0 and elem == prof.growing_module_type():
+        hint = HINT_MODULE
+    else:
+        hint = HINT_CONTAINER
+    what = elem or "item"
+    ev = _ev(per_step=box.per_step, container_len=box.len, container_type=box.type)
+    return _make(prof, elem or box.type, box.holder, False, "unbounded container", hint,
+                 f"`{box.holder}` (a {box.type}) gains {box.per_step:.3g} {what} per step "
+                 f"({box.len:,} now).", ev, box)
+
+
+def _of_type(prof: Profile, name: str) -> Optional[Culprit]:
+    if _is_tensor(name):
+        return _graphs(prof) or _tensors(prof)
+    box = prof.container_of(name)
+    if box is not None:
+        return _container(prof, box)
+    rate = prof.type_rate(name)
+    hint = {FIGURE: HINT_FIGURE, NDARRAY: HINT_NUMPY}.get(name, HINT_OBJECTS)
+    return _make(prof, name, None, False, "objects", hint,
+                 f"{rate:.3g} more live `{name}` objects per step.", _ev(per_step=rate), None)
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def _is_tensor(name: str) -> bool:
+    return name in (TENSOR, "torch.nn.parameter.Parameter") or name.endswith("Tensor")
+
+
+def _ev(**kw: Any) -> Dict[str, Any]:
+    return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in kw.items() if v is not None}
+
+
+def _make(prof: Profile, type_name: Optional[str], holder: Optional[str], graph: bool,
+          pattern: str, hint: Optional[str], sentence: str, ev: Dict[str, Any],
+          box: Optional[Container]) -> Culprit:
+    location, traceback = prof.location()
+    evidence: Dict[str, Any] = {"pattern": pattern}
+    if type_name:
+        evidence["growing_type"] = type_name
+    evidence.update(ev)
+    if box is not None and box.chain:
+        evidence["chain"] = list(box.chain)
+    if traceback:
+        evidence["allocated_at"] = traceback
+    evidence["censuses"] = prof.n
+    return Culprit(type=type_name, holder=holder, location=location, holds_autograd_graph=graph,
+                   pattern=pattern, fix_hint=hint, sentence=sentence, evidence=evidence)

@@ -1,0 +1,299 @@
+"""Object census: one pass over ``gc.get_objects()``, by exact type, without side effects.
+
+Only ``type(obj)`` is ever asked of an arbitrary object: ``isinstance`` and
+``getattr`` can run code (lazy modules, deprecated attributes warn into the
+target's stderr). Attributes are read from *type* objects through ``type``'s
+own descriptors, so a metaclass cannot intercept them either. Tensors, arrays,
+modules and figures are picked by walking each type's ``__mro__`` once per type.
+
+The heavy loops run in C (``map``, ``itertools.compress``, ``Counter``); on a
+heap larger than ``max_objects`` every k-th object is counted and the counts
+are scaled (``stride`` > 1 in the payload).
+"""
+
+from __future__ import annotations
+
+import collections
+import gc
+import itertools
+import sys
+import time
+from typing import Any, Dict, List, Optional, Set, Tuple
+
+from . import graphs
+
+_TYPE_MODULE = type.__dict__["__module__"]
+_TYPE_QUALNAME = type.__dict__["__qualname__"]
+_TYPE_MRO = type.__dict__["__mro__"]
+_TYPE_DICT = type.__dict__["__dict__"]
+
+CONTAINER_TYPES = frozenset(
+    [list, dict, set, collections.deque, collections.OrderedDict, collections.defaultdict]
+)
+TOP_TYPES = 15  # types listed in the payload by count (plus the watched ones)
+
+
+def type_name(cls: type) -> str:
+    """``module.QualName`` read through ``type``'s own descriptors (no metaclass code runs)."""
+    try:
+        mod = _TYPE_MODULE.__get__(cls, type)
+        qual = _TYPE_QUALNAME.__get__(cls, type)
+    except Exception:  # noqa: BLE001
+        return "?"
+    if not isinstance(mod, str) or mod == "builtins":
+        return str(qual)
+    return f"{mod}.{qual}"
+
+
+def mro(cls: type) -> Tuple[type, ...]:
+    try:
+        value = _TYPE_MRO.__get__(cls, type)
+    except Exception:  # noqa: BLE001
+        return ()
+    return value if isinstance(value, tuple) else ()
+
+
+def type_dict(cls: type) -> Any:
+    """A class' own namespace (a read-only mapping), without metaclass code."""
+    try:
+        return _TYPE_DICT.__get__(cls, type)
+    except Exception:  # noqa: BLE001
+        return {}
+
+
+class Kinds:
+    """Which present types are tensors, arrays, modules, figures (computed per census)."""
+
+    def __init__(self, present: Any) -> None:
+        torch = sys.modules.get("torch")
+        bases: Dict[str, Any] = {}
+        if torch is not None:
+            bases["tensor"] = torch.__dict__.get("Tensor")
+            mod = sys.modules.get("torch.nn.modules.module")
+            bases["module"] = mod.__dict__.get("Module") if mod is not None else None
+        np = sys.modules.get("numpy")
+        if np is not None:
+            bases["ndarray"] = np.__dict__.get("ndarray")
+        fig = sys.modules.get("matplotlib.figure")
+        if fig is not None:
+            bases["figure"] = fig.__dict__.get("Figure")
+        self.of: Dict[type, str] = {}
+        wanted = {b: k for k, b in bases.items() if isinstance(b, type)}
+        if not wanted:
+            return
+        for cls in present:
+            for base in mro(cls):
+                kind = wanted.get(base)
+                if kind is not None:
+                    self.of[cls] = kind
+                    break
+        param = None
+        if torch is not None:
+            nn_param = sys.modules.get("torch.nn.parameter")
+            param = nn_param.__dict__.get("Parameter") if nn_param is not None else None
+        self.param_types: Set[type] = {
+            c for c, k in self.of.items() if k == "tensor" and param in mro(c)
+        }
+
+
+def take(max_objects: int, min_len: int, deadline_s: float) -> Dict[str, Any]:
+    """One census. Returns {"v": signals, "payload": details, "containers": {id: obj},
+    "lengths": {id: len}}.
+
+    ``containers`` holds the target's containers of at least ``min_len`` items for
+    the holder tracker; the caller must drop it before the census returns control.
+    """
+    t_start = time.perf_counter()
+    deadline = t_start + deadline_s
+    objs = gc.get_objects()
+    total = len(objs)
+    stride = 1
+    if total > max_objects:
+        stride = -(-total // max_objects)
+        objs = objs[::stride]
+    counts = collections.Counter(map(type, objs))
+    kinds = Kinds(counts)
+    wanted = set(kinds.of) | CONTAINER_TYPES
+    picked = list(itertools.compress(objs, map(wanted.__contains__, map(type, objs))))
+    del objs
+    by_kind: Dict[str, List[Any]] = collections.defaultdict(list)
+    conts: List[Any] = []
+    for obj in picked:
+        cls = type(obj)
+        kind = kinds.of.get(cls)
+        if kind is not None:
+            by_kind[kind].append(obj)
+        else:
+            conts.append(obj)
+    del picked
+    big = list(itertools.compress(conts, map(min_len.__le__, map(len, conts))))
+    del conts
+    # two flat dicts, no per-item tuples: allocating tracked objects here would set off
+    # collections of the whole heap in the middle of the census
+    containers = dict(zip(map(id, big), big))
+    lengths = dict(zip(map(id, big), map(len, big)))
+    del big
+    t_pass = time.perf_counter()
+
+    v: Dict[str, float] = {}
+    payload: Dict[str, Any] = {"objects_total": total, "stride": stride}
+    largest_tensor: Any = None
+    names = {cls: type_name(cls) for cls in counts}
+    payload["_counts"] = {names[c]: n * stride for c, n in counts.items()}
+    types: Dict[str, Dict[str, Any]] = {}
+    for cls, n in counts.most_common(TOP_TYPES):
+        types[names[cls]] = {"count": n * stride}
+    for cls, kind in kinds.of.items():
+        entry = types.setdefault(names[cls], {"count": counts[cls] * stride})
+        entry["kind"] = kind
+    payload["types"] = types
+
+    truncated: List[str] = []
+    tensors = by_kind.get("tensor")
+    if tensors is not None or "torch" in sys.modules:
+        owners: Dict[int, Any] = {}
+        roots = _tensor_stats(tensors or [], kinds, stride, v, payload, deadline, truncated,
+                              owners)
+        g = graphs.graph_stats(roots, deadline=deadline)
+        if g.pop("truncated"):
+            truncated.append("graphs")
+        root = g.pop("root")
+        largest_tensor = owners.get(id(root)) if root is not None else None
+        del roots, root, owners
+        payload["graphs"] = g
+        v["graph:nodes"], v["graph:roots"], v["graph:largest"] = (
+            g["nodes"], g["roots"], g["largest"]
+        )
+        mods = by_kind.get("module", [])
+        v["modules:count"] = len(mods) * stride
+        mtypes = collections.Counter(names[type(m)] for m in mods)
+        payload["modules"] = {"count": len(mods) * stride, "types": dict(mtypes.most_common(10))}
+        v["modules:param_bytes"] = payload["tensors"].get("param_bytes", 0)
+    if "numpy" in sys.modules:
+        arrays = by_kind.get("ndarray", [])
+        nbytes = 0
+        for a in arrays:
+            try:
+                nbytes += a.nbytes  # exact ndarray subclasses only: a C getter
+            except Exception:  # noqa: BLE001
+                pass
+        v["ndarray:count"], v["ndarray:bytes"] = len(arrays) * stride, nbytes * stride
+        payload["ndarray"] = {"count": len(arrays) * stride, "bytes": nbytes * stride}
+    if "matplotlib.figure" in sys.modules:
+        v["figures:count"] = len(by_kind.get("figure", [])) * stride
+        payload["figures"] = {"count": v["figures:count"]}
+    payload["truncated"] = truncated
+    payload["timings"] = {"objects_s": round(t_pass - t_start, 4),
+                          "details_s": round(time.perf_counter() - t_pass, 4)}
+    return {"v": v, "payload": payload, "containers": containers, "lengths": lengths,
+            "largest_tensor": largest_tensor}
+
+
+def _tensor_stats(tensors: List[Any], kinds: Kinds, stride: int, v: Dict[str, float],
+                  payload: Dict[str, Any], deadline: float, truncated: List[str],
+                  owners: Dict[int, Any]) -> List[Any]:
+    """Count and bytes by device/dtype (each storage once); returns the live grad_fns and
+    fills ``owners`` (id of a grad_fn -> one tensor holding it)."""
+    torch = sys.modules.get("torch")
+    ctx = getattr(getattr(torch, "_C", None), "DisableTorchFunctionSubclass", None)
+    extent: Dict[Tuple[str, int], int] = {}  # (device, storage base address) -> bytes used
+    kind_of: Dict[Tuple[str, int], Tuple[str, bool]] = {}
+    by: Dict[Tuple[str, str], List[int]] = {}
+    fns: Dict[int, Any] = {}
+    grad_fn_count = 0
+    done = 0
+    guard = ctx() if ctx is not None else _Null()
+    with guard:
+        for t in tensors:
+            if done & 255 == 0 and done and time.perf_counter() > deadline:
+                truncated.append("tensors")
+                break
+            done += 1
+            try:
+                fn = t.grad_fn
+                if fn is not None:
+                    grad_fn_count += 1
+                    if id(fn) not in fns:
+                        fns[id(fn)] = fn
+                        owners[id(fn)] = t
+                dev = str(t.device)
+                dtype = str(t.dtype).replace("torch.", "")
+                by.setdefault((dev, dtype), [0, 0])[0] += 1
+                if t.is_sparse or t.numel() == 0:
+                    continue
+                # the storage's base address and the bytes this view reaches, from C getters
+                # only: t.untyped_storage() would pin a Python object to every storage for good
+                size = t.element_size()
+                off = t.storage_offset()
+                reach = off + 1 + sum((n - 1) * st for n, st in zip(t.shape, t.stride()))
+                key = (dev, t.data_ptr() - off * size)
+            except Exception:  # noqa: BLE001 - meta, sparse, exotic subclasses: count only
+                continue
+            if reach * size > extent.get(key, 0):
+                extent[key] = reach * size
+                kind_of[key] = (dtype, type(t) in kinds.param_types)
+    dev_bytes: Dict[str, int] = collections.defaultdict(int)
+    param_bytes = 0
+    for (dev, _), nbytes in extent.items():
+        dev_bytes[dev] += nbytes
+    for key, (dtype, is_param) in kind_of.items():
+        by[(key[0], dtype)][1] += extent[key]
+        if is_param:
+            param_bytes += extent[key]
+    scale = stride if done == len(tensors) else stride * len(tensors) / max(1, done)
+    count = len(tensors) * stride
+    v["tensors:count"] = count
+    v["tensors:grad_fn_count"] = round(grad_fn_count * scale)
+    v["tensors:cpu_bytes"] = round(dev_bytes.get("cpu", 0) * scale)
+    for dev, nb in dev_bytes.items():
+        if dev != "cpu":
+            v[f"tensors:{dev}_bytes"] = round(nb * scale)
+    payload["tensors"] = {
+        "count": count,
+        "grad_fn_count": v["tensors:grad_fn_count"],
+        "bytes_by_device": {d: round(b * scale) for d, b in dev_bytes.items()},
+        "param_bytes": round(param_bytes * scale),
+        "by": [{"device": d, "dtype": dt, "count": round(r[0] * scale),
+                "bytes": round(r[1] * scale)}
+               for (d, dt), r in sorted(by.items(), key=lambda kv: -kv[1][1])[:12]],
+    }
+    return list(fns.values())
+
+
+class _Null:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+def qualified(obj: Any) -> str:
+    return type_name(type(obj))
+
+
+def elem_types(container: Any, limit: int = 3) -> List[str]:
+    """Types of a container's last few items (values for a dict), by ``type()`` only."""
+    cls = type(container)
+    try:
+        if cls in (list, collections.deque):
+            items = [container[i] for i in range(-min(limit, len(container)), 0)]
+        elif cls in (dict, collections.OrderedDict, collections.defaultdict):
+            items = list(itertools.islice(reversed(container.values()), limit)) \
+                if sys.version_info >= (3, 8) else []
+        elif cls is set:
+            items = list(itertools.islice(iter(container), limit))
+        else:
+            items = []
+    except Exception:  # noqa: BLE001 - mutated under us by another thread
+        return []
+    out: List[str] = []
+    for item in items:
+        name = qualified(item)
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def optional_int(value: Any) -> Optional[int]:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

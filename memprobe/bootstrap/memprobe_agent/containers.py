@@ -1,0 +1,137 @@
+"""Growing containers: lists, dicts, sets, deques whose length grows between censuses.
+
+The tracker keeps only ``id -> len`` between censuses (ints: no reference to
+the target's objects survives a census). A container that grew is named once
+through ``holders.find_holder`` and then watched: its length is reported every
+census as ``container:<holder>:len`` and, when its holder path starts at a
+module global, between censuses too (``poll``), cheaply, by following the path.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, Dict, List, Optional, Set, Tuple
+
+from . import holders, roots
+from .census import elem_types, qualified
+
+MAX_WATCH = 8
+NEW_PER_CENSUS = 3
+STALE_CENSUSES = 4  # a watched container that stopped growing this long gives its slot up
+SCALARS = frozenset(["float", "int", "bool", "complex", "NoneType"])
+
+
+class Watch:
+    __slots__ = ("holder", "chain", "path", "type", "len", "prev_len", "first_len",
+                 "first_step", "elem_types", "complete", "stale", "misses")
+
+    def __init__(self, found: Dict[str, Any], type_name: str, length: int, prev: int,
+                 step: Optional[int]) -> None:
+        self.holder: str = found["holder"]
+        self.chain: List[str] = found["chain"]
+        self.path: Optional[List[List[Any]]] = found["path"]
+        self.complete: bool = found["complete"]
+        self.type = type_name
+        self.len = length
+        self.prev_len = prev
+        self.first_len = prev
+        self.first_step = step
+        self.elem_types: List[str] = []
+        self.stale = 0
+        self.misses = 0
+
+    @property
+    def scalar(self) -> bool:
+        """Holds plain numbers (``losses.append(loss.item())``): a few bytes a step, by design
+        no signal of its own."""
+        return bool(self.elem_types) and all(t in SCALARS for t in self.elem_types)
+
+    def entry(self) -> Dict[str, Any]:
+        return {"holder": self.holder, "type": self.type, "len": self.len, "scalar": self.scalar,
+                "grew": self.len - self.prev_len, "first_len": self.first_len,
+                "first_step": self.first_step, "elem_types": self.elem_types,
+                "chain": self.chain, "complete": self.complete}
+
+
+class ContainerTracker:
+    def __init__(self) -> None:
+        self.prev: Dict[int, int] = {}
+        self.watched: Dict[int, Watch] = {}
+        self.ignored: Set[int] = set()
+
+    def own_ids(self) -> Set[int]:
+        return {id(self.prev), id(self.watched), id(self.ignored)}
+
+    def update(self, containers: Dict[int, Any], lengths: Dict[int, int], step: Optional[int],
+               deadline: float, exclude: Set[int]) -> Tuple[Dict[str, float], List[Dict[str, Any]]]:
+        """Fold one census' containers in. Empties ``containers`` (drops every reference to the
+        target's objects) before it looks for holders."""
+        exclude = exclude | self.own_ids() | {id(containers)}
+        # a module's globals and sys.modules grow while the target imports: not leaks
+        namespaces = set(holders.module_dicts()) | {id(sys.modules)}
+        for cid, w in list(self.watched.items()):
+            obj = containers.get(cid)
+            if obj is None and w.path is not None:
+                obj = holders.resolve(w.path)
+            if obj is None or qualified(obj) != w.type:
+                w.misses += 1
+                if w.misses >= 2:
+                    del self.watched[cid]
+                continue
+            w.misses = 0
+            w.prev_len, w.len = w.len, len(obj)
+            w.elem_types = elem_types(obj) or w.elem_types
+            w.stale = 0 if w.len > w.prev_len else w.stale + 1
+            if w.stale >= STALE_CENSUSES and len(self.watched) >= MAX_WATCH:
+                del self.watched[cid]
+        obj = None
+        prev = self.prev
+        grown = sorted(((n - prev[cid], cid) for cid, n in lengths.items()
+                        if cid in prev and n > prev[cid] and cid not in self.watched
+                        and cid not in self.ignored and cid not in exclude
+                        and cid not in namespaces), reverse=True)
+        room = max(0, min(NEW_PER_CENSUS, MAX_WATCH - len(self.watched)))
+        order = [cid for _, cid in grown[:room]]
+        picks = {cid: containers[cid] for cid in order}
+        sizes = {cid: (lengths[cid], prev[cid]) for cid in order}
+        self.prev = lengths
+        containers.clear()
+        objs = [picks.pop(cid) for cid in order]  # only this list holds them while we search
+        found = roots.search({id(o) for o in objs}, deadline)
+        rest = [i for i, o in enumerate(objs) if id(o) not in found]
+        if rest and time.perf_counter() < deadline:
+            more = holders.find_holders([objs[i] for i in rest], deadline, exclude | {id(objs)})
+            for i, r in zip(rest, more):
+                found[id(objs[i])] = r
+        for cid, obj in zip(order, objs):
+            r = found.get(id(obj)) or holders.result("?", None, [], False)
+            if r["holder"].startswith("memprobe_agent"):
+                self.ignored.add(cid)
+                continue
+            length, before = sizes[cid]
+            w = Watch(r, qualified(obj), length, before, step)
+            w.elem_types = elem_types(obj)
+            self.watched[cid] = w
+        objs.clear()
+        obj = None
+        return self.values(), [w.entry() for w in self.watched.values() if w.misses == 0]
+
+    def values(self) -> Dict[str, float]:
+        return {f"container:{w.holder}:len": w.len
+                for w in self.watched.values() if w.misses == 0 and not w.scalar}
+
+    def poll(self) -> Dict[str, float]:
+        """Lengths of the watched containers reachable from a module global, between censuses."""
+        out: Dict[str, float] = {}
+        for w in self.watched.values():
+            if w.path is None or w.misses or w.scalar:
+                continue
+            obj = holders.resolve(w.path)
+            if obj is not None and qualified(obj) == w.type:
+                out[f"container:{w.holder}:len"] = len(obj)
+        return out
+
+    def pollable(self) -> bool:
+        return any(w.path is not None and not w.misses and not w.scalar
+                   for w in self.watched.values())
