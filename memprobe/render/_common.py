@@ -50,8 +50,17 @@ def run_confidence(record: RunRecord, fits: Dict[int, Dict[str, SignalFit]]) -> 
         confs = [f.confidence for f in record.findings if f.verdict == "leak"]
         confs += [s.confidence for p in fits.values() for s in p.values() if s.verdict == "leak"]
         return max(confs) if confs else None
-    confs = [s.confidence for p in fits.values() for s in p.values() if s.verdict is not None]
+    if record.verdict != "no_leak":
+        return None  # an inconclusive run has no confidence to speak of
+    confs = [s.confidence for p in fits.values() for s in p.values() if s.verdict == "no_leak"]
     return min(confs) if confs else None
+
+
+def row_rank(fit: SignalFit) -> int:
+    """Leaks first, then signals with a rate, then those the analysis could not fit."""
+    if fit.verdict == "leak":
+        return 0
+    return 1 if fit.slope is not None else 2
 
 
 def process_title(p: Process) -> str:
@@ -72,7 +81,15 @@ def finding_title(f: Finding, record: RunRecord) -> str:
     return f"{clean(f.signal, 60)} in {where}: {rate}{per_min}, confidence {fmt_pct(f.confidence)}"
 
 
-def finding_rows(f: Finding) -> List[Tuple[str, str]]:
+def short_path(text: str, cwd: str = "") -> str:
+    """A location made readable: relative to the run's cwd, or from site-packages on."""
+    if cwd and text.startswith(cwd.rstrip("/") + "/"):
+        return text[len(cwd.rstrip("/")) + 1:]
+    i = text.find("site-packages/")
+    return text[i + len("site-packages/"):] if i >= 0 else text
+
+
+def finding_rows(f: Finding, cwd: str = "") -> List[Tuple[str, str]]:
     """(label, cleaned text) pairs describing one finding, in reading order."""
     rows: List[Tuple[str, str]] = []
     c = f.culprit or {}
@@ -82,7 +99,14 @@ def finding_rows(f: Finding) -> List[Tuple[str, str]]:
         graph = " (holds autograd graphs)" if c.get("holds_autograd_graph") else ""
         rows.append(("type", clean(c["type"]) + graph))
     if c.get("location") is not None:
-        rows.append(("line", clean(c["location"])))
+        rows.append(("line", short_path(clean(c["location"]), cwd)))
+    alloc = f.evidence.get("allocated_at")
+    if isinstance(alloc, list):
+        frames = [short_path(clean(a, 200), cwd) for a in alloc
+                  if clean(a, 200) != clean(c.get("location", ""))]
+        more = f" (+{len(frames) - 3} more)" if len(frames) > 3 else ""
+        if frames:
+            rows.append(("alloc", ", ".join(frames[:3]) + more))
     chain = f.evidence.get("chain") or c.get("chain")
     if isinstance(chain, list) and chain:
         rows.append(("chain", " → ".join(clean(x, 120) for x in chain[:12])))
@@ -97,13 +121,16 @@ def finding_rows(f: Finding) -> List[Tuple[str, str]]:
     return rows
 
 
-_EVIDENCE_SKIP = {"chain", "axis", "warmup_end_x", "reason", "x0", "x_end", "intercept"}
+_EVIDENCE_SKIP = {"chain", "axis", "warmup_end_x", "reason", "x0", "x_end", "intercept",
+                  "allocated_at"}
 
 
 def _g(v: Any) -> str:
     if isinstance(v, bool) or not _finite(v):
         return clean(v, 80)
-    return f"{v:.3g}" if isinstance(v, float) else f"{v:,}"
+    if isinstance(v, int) or float(v).is_integer() or abs(v) >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.3g}"
 
 
 def evidence_text(f: Finding) -> str:
@@ -133,7 +160,8 @@ def evidence_text(f: Finding) -> str:
         elif k == "related_signals" and isinstance(v, list):
             out.append("also growing: " + ", ".join(clean(x, 60) for x in v[:6]))
         else:
-            shown = ", ".join(_g(x) for x in v[:6]) if isinstance(v, list) else _g(v)
+            more = f" (+{len(v) - 3} more)" if isinstance(v, list) and len(v) > 3 else ""
+            shown = ", ".join(_g(x) for x in v[:3]) + more if isinstance(v, list) else _g(v)
             out.append(f"{clean(k, 40)}={shown}")
     return "; ".join(out[:10])
 

@@ -68,7 +68,7 @@ def chart_payload(p: Process, name: str, fit: SignalFit, record: RunRecord) -> D
         "slope": slope,
         "verdict": fit.verdict,
         "verdict_text": c.verdict_word(fit.verdict)
-        + (f" ({fmt_pct(fit.confidence)})" if fit.verdict else ""),
+        + (f" ({fmt_pct(fit.confidence)})" if fit.verdict in ("leak", "no_leak") else ""),
         "rate_text": fmt_rate(fit.slope_per_step, fit.slope_per_s, fit.unit),
         "peak_text": c.peak_text(fit),
         "warmup_end_x": fit.warmup_end_x,
@@ -85,7 +85,7 @@ def finding_payload(f: Finding, record: RunRecord) -> Dict[str, Any]:
         "kind": clean(f.kind, 40),
         "title": c.finding_title(f, record),
         "explanation": clean(f.explanation, 600),
-        "rows": [[k, v] for k, v in c.finding_rows(f) if k != "chain"],
+        "rows": [[k, v] for k, v in c.finding_rows(f, record.cwd) if k != "chain"],
         "chain": [clean(x, 200) for x in chain[:30]] if isinstance(chain, list) else [],
     }
 
@@ -100,7 +100,8 @@ def report_payload(record: RunRecord) -> Dict[str, Any]:
             "title": c.process_title(p),
             "subtitle": f"{p.steps:,} steps" + ("" if p.has_agent else ", no agent"),
             "argv": clean(" ".join(p.argv), 400),
-            "charts": [chart_payload(p, n, f, record) for n, f in pf.items()],
+            "charts": [chart_payload(p, n, f, record)
+                       for n, f in sorted(pf.items(), key=lambda kv: c.row_rank(kv[1]))],
         })
     return {
         "kind": "report",

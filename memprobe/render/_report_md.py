@@ -11,7 +11,7 @@ from memprobe.render._text import fmt_duration, fmt_pct, fmt_rate, md, md_code, 
 
 __all__ = ["report_markdown"]
 
-_CODE_ROWS = ("holder", "type", "line", "chain")
+_CODE_ROWS = ("holder", "type", "line", "chain", "alloc")
 
 
 def report_markdown(record: RunRecord) -> str:
@@ -39,7 +39,7 @@ def report_markdown(record: RunRecord) -> str:
                    f"{md(c.finding_title(f, record))}")
         if f.explanation:
             out.append(f"   - *{md(f.explanation, 600)}*")
-        for label, value in c.finding_rows(f):
+        for label, value in c.finding_rows(f, record.cwd):
             shown = md_code(value, 600) if label in _CODE_ROWS else md(value, 600)
             out.append(f"   - {label}: {shown}")
         out.append("")

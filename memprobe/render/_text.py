@@ -121,8 +121,8 @@ def fmt_count(n: Optional[float], signed: bool = False) -> str:
         return f"{sign}{a / 1e6:.1f}M"
     if a >= 1e4:
         return f"{sign}{a / 1e3:.1f}k"
-    if a == int(a):
-        return f"{sign}{int(a):,}"
+    if a == int(a) or a >= 100:
+        return f"{sign}{a:,.0f}"
     return f"{sign}{a:.3g}" if a < 10 else f"{sign}{a:.1f}"
 
 

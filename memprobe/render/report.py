@@ -89,7 +89,7 @@ def _finding(i: int, f: Finding, record: RunRecord) -> RenderableType:
     grid = Table.grid(padding=(0, 1))
     grid.add_column(style="cyan", no_wrap=True, width=8)
     grid.add_column(overflow="fold")
-    for label, value in c.finding_rows(f):
+    for label, value in c.finding_rows(f, record.cwd):
         grid.add_row(label, Text(value, style="bold green" if label == "fix" else ""))
     body: List[RenderableType] = [head]
     if f.explanation:
@@ -116,13 +116,6 @@ def _spark(p: Process, name: str, fit: SignalFit) -> Text:
     return t
 
 
-def _row_rank(fit: SignalFit) -> int:
-    """Leaks first, then signals with a rate, then those the analysis could not fit."""
-    if fit.verdict == "leak":
-        return 0
-    return 1 if fit.slope is not None else 2
-
-
 def _process(p: Process, fits: Dict[str, SignalFit], record: RunRecord) -> RenderableType:
     title = Text(c.process_title(p), style="bold")
     extra = f" · {p.steps:,} steps"
@@ -140,7 +133,7 @@ def _process(p: Process, fits: Dict[str, SignalFit], record: RunRecord) -> Rende
     table.add_column("peak", justify="right", no_wrap=True)
     table.add_column("trend", no_wrap=True, width=SPARK_WIDTH)
     warmups: Dict[str, List[str]] = {}
-    for name, fit in sorted(fits.items(), key=lambda kv: _row_rank(kv[1])):
+    for name, fit in sorted(fits.items(), key=lambda kv: c.row_rank(kv[1])):
         rate = fmt_rate(fit.slope_per_step, fit.slope_per_s, fit.unit)
         table.add_row(Text(clean(name, 80)), Text(rate), _verdict_text(fit),
                       Text(c.peak_text(fit)), _spark(p, name, fit))

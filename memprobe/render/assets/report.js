@@ -20,21 +20,31 @@
 
   function add(parent, child) { parent.appendChild(child); return child; }
 
-  function fmtBytes(v) {
-    if (v === null || v === undefined || !isFinite(v)) { return ""; }
-    var units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  /* Tick labels with just enough decimals to tell neighbouring ticks apart. */
+  function scaled(v, base, units, step) {
     var a = Math.abs(v), i = 0;
-    while (a >= 1024 && i < units.length - 1) { a /= 1024; i += 1; }
-    return (v < 0 ? "-" : "") + (i === 0 ? a.toFixed(0) : a.toFixed(a >= 100 ? 0 : 1)) + " " + units[i];
+    while (a >= base && i < units.length - 1) { a /= base; i += 1; }
+    var div = Math.pow(base, i);
+    var dec = step > 0 ? Math.max(0, Math.min(4, Math.ceil(-Math.log10(step / div) + 0.0001))) : (i === 0 ? 0 : 1);
+    return (v < 0 ? "-" : "") + a.toFixed(dec) + units[i];
   }
 
-  function fmtCount(v) {
+  function fmtBytes(v, step) {
     if (v === null || v === undefined || !isFinite(v)) { return ""; }
-    var a = Math.abs(v), s = v < 0 ? "-" : "";
-    if (a >= 1e9) { return s + (a / 1e9).toFixed(1) + "G"; }
-    if (a >= 1e6) { return s + (a / 1e6).toFixed(1) + "M"; }
-    if (a >= 1e4) { return s + (a / 1e3).toFixed(1) + "k"; }
-    return s + (Math.round(a * 100) / 100).toString();
+    return scaled(v, 1024, [" B", " KiB", " MiB", " GiB", " TiB"], step === undefined ? -1 : step);
+  }
+
+  function fmtCount(v, step) {
+    if (v === null || v === undefined || !isFinite(v)) { return ""; }
+    if (Math.abs(v) < 1e4) { return scaled(v, 1e9, [""], step === undefined ? (v === Math.round(v) ? 1 : 0.01) : step); }
+    return scaled(v, 1000, ["", "k", "M", "G", "T"], step === undefined ? -1 : step);
+  }
+
+  function ticks(fmt) {
+    return function (u, vals) {
+      var step = vals.length > 1 ? Math.abs(vals[1] - vals[0]) : -1;
+      return vals.map(function (v) { return fmt(v, step); });
+    };
   }
 
   function fmtX(axis) {
@@ -124,7 +134,7 @@
       if (fit) { fit.push(lim.value); }
     }
     var series = [{ label: ch.axis === "step" ? "step" : "time", value: function (u, v) { return v === null ? "" : fmtX(ch.axis)(v); } },
-      { label: ch.name, stroke: color, width: 1.5, points: { show: false } }];
+      { label: ch.name, stroke: color, width: 1.5, points: { show: ch.x.length <= 40 } }];
     var cols = [xs, ys];
     if (fit) { series.push({ label: "fitted slope", stroke: "#555", dash: [6, 4], width: 1.5, spanGaps: true, points: { show: false } }); cols.push(fit); }
     if (lim) {
@@ -137,7 +147,7 @@
       width: chartWidth(card), height: 220, series: series,
       scales: { x: { time: false } },
       axes: [{ values: function (u, vals) { return vals.map(fmtX(ch.axis)); } },
-             { size: 70, values: function (u, vals) { return vals.map(fmtY); } }],
+             { size: 80, values: ticks(fmtY) }],
       plugins: [warmupPlugin(ch.warmup_end_x)],
       hooks: { ready: [function (u) { if (hasProj) { u.setScale("x", { min: xs[0], max: xMax }); } }] }
     };
@@ -170,7 +180,7 @@
     var opts = {
       width: chartWidth(card), height: 200, series: series, scales: { x: { time: false } },
       axes: [{ values: function (u, vals) { return vals.map(fmtX(ch.axis)); } },
-             { size: 70, values: function (u, vals) { return vals.map(fmtY); } }]
+             { size: 80, values: ticks(fmtY) }]
     };
     charts.push({ plot: new uPlot(opts, cols, add(card, el("div", "chart"))), box: card });
   }
