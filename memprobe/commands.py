@@ -5,14 +5,13 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from typing import Any, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from rich.console import Console
 from rich.text import Text
 
 from memprobe import record as rec
 from memprobe.errors import EXIT_BAD_INPUT, MemprobeError
-from memprobe.finalize import finalize
 from memprobe.launcher import RunOutcome
 from memprobe.render.fmt import fmt_bytes, safe_text
 from memprobe.render.live import LiveDisplay, PlainDisplay
@@ -37,6 +36,8 @@ def finish(outcome: RunOutcome, output: str, detect: Any, keep_run_dir: bool) ->
     console = _stderr_console()
     record = outcome.record
     try:
+        from memprobe.finalize import finalize  # scipy: only once there is a run
+
         record = finalize(record, detect)
     except Exception as e:  # noqa: BLE001 - never lose the run to an analysis bug
         console.print(
@@ -77,12 +78,29 @@ def print_summary(record: rec.RunRecord, console: Console) -> None:
     elif record.exit.code:
         line.append(f" · target exited {record.exit.code}")
     console.print(line)
-    for f in [f for f in record.findings if f.verdict == "leak"][:5]:
+    # one entry per culprit: its first finding in full, the signals that agree in one line
+    groups: Dict[str, List[rec.Finding]] = {}
+    for f in record.findings:
+        if f.verdict == "leak" or f.kind == "fragmentation":
+            c = f.culprit or {}
+            key = f"{f.pid}|{c.get('holder')}|{c.get('type')}" if c else f"{f.pid}|{f.signal}"
+            groups.setdefault(key, []).append(f)
+    for findings in list(groups.values())[:4]:
+        first = findings[0]
         t = Text("  • ")
-        t.append(safe_text(f.explanation or f.signal, limit=300))
+        t.append(safe_text(first.explanation or first.signal, limit=400))
         console.print(t)
-        if f.fix_hint:
-            console.print(Text("    fix: ", style="bold").append(safe_text(f.fix_hint, limit=300)))
+        if len(findings) > 1:
+            also = ", ".join(f.signal for f in findings[1:6])
+            console.print(
+                Text("    also growing: ", style="dim").append(safe_text(also, limit=200))
+            )
+        if first.fix_hint:
+            console.print(
+                Text("    fix: ", style="bold").append(safe_text(first.fix_hint, limit=300))
+            )
+    if len(groups) > 4:
+        console.print(Text(f"  … {len(groups) - 4} more; see memprobe report", style="dim"))
 
 
 def load_run(path: str) -> rec.RunRecord:
@@ -92,6 +110,8 @@ def load_run(path: str) -> rec.RunRecord:
 
         record = rebuild(path)
         try:
+            from memprobe.finalize import finalize
+
             return finalize(record)
         except Exception as e:  # noqa: BLE001 - a rebuilt run must still show its raw series
             _stderr_console().print(
@@ -119,9 +139,9 @@ def _write_text(path: str, text: str) -> None:
 
 
 def report_command(path: str, html: Optional[str], fmt: str) -> None:
+    record = load_run(path)  # before the heavy imports: bad input fails fast
     from memprobe.render import report
 
-    record = load_run(path)
     if html is not None:
         from memprobe.render.html import report_html
 
@@ -137,10 +157,10 @@ def report_command(path: str, html: Optional[str], fmt: str) -> None:
 
 
 def diff_command(before: str, after: str, fmt: str, html: Optional[str]) -> int:
+    a, b = load_run(before), load_run(after)
     from memprobe.analysis import compare
     from memprobe.render import diffview
 
-    a, b = load_run(before), load_run(after)
     result = compare.compare(a, b)
     if html is not None:
         from memprobe.render.html import diff_html
