@@ -205,3 +205,57 @@ def test_diff_html(reverse: bool) -> None:
     assert payload["kind"] == "diff"
     assert {r["status"] for r in payload["signal_rows"]} == ({"new"} if reverse else {"fixed"})
     assert payload["processes"][0]["charts"][0]["before"]["x"]
+
+
+def test_census_signal_absent_after_means_not_growing() -> None:
+    # GIVEN a leak seen through a container census signal that the fixed run never
+    # recorded (census signals are written only while they grow), though it recorded others
+    before, after = g.leaky(), g.fixed(seed=2)
+    pb, pa = before.processes[0], after.processes[0]
+    sb = dict(pb.series, **{"container:__main__.losses:len": pb.series["tensors"]})
+    sa = dict(pa.series, **{"container:re._cache:len": pa.series["tensors"]})
+    sums_b = dict(before.signals["1000"], **{
+        "container:__main__.losses:len": before.signals["1000"]["tensors"]})
+    sums_a = dict(after.signals["1000"], **{
+        "container:re._cache:len": after.signals["1000"]["tensors"]})
+    f = dataclasses.replace(before.findings[1], signal="container:__main__.losses:len")
+    before = dataclasses.replace(before, processes=[dataclasses.replace(pb, series=sb)],
+                                 signals={"1000": sums_b}, findings=[f])
+    after = dataclasses.replace(after, processes=[dataclasses.replace(pa, series=sa)],
+                                signals={"1000": sums_a})
+    d = compare(before, after)
+    st = {s.signal: s for s in d.signals}
+    # THEN it is fixed, not "not compared", and so is its finding
+    assert st["container:__main__.losses:len"].status == "fixed"
+    assert st["container:re._cache:len"].status == "same"
+    assert [x.status for x in d.findings] == ["fixed"]
+    assert not any("only" in n for n in d.notes)
+    # AND the other way round it is new, and fails the gate
+    r = compare(after, before)
+    assert {s.signal: s.status for s in r.signals}["container:__main__.losses:len"] == "new"
+    assert r.exit_code == EXIT_REGRESSION
+
+
+def test_gate_weighs_findings_not_every_signal() -> None:
+    # GIVEN a new signal-level leak that the analysis did not make a finding of
+    after = dataclasses.replace(g.leaky(), findings=[], verdict="no_leak")
+    d = compare(g.fixed(), after)
+    assert {s.status for s in d.signals} == {"new"}
+    # THEN the gate passes by default, and fails with strict_signals
+    assert d.exit_code == EXIT_OK and d.regressions == []
+    strict = compare(g.fixed(), after, CompareOptions(strict_signals=True))
+    assert strict.exit_code == EXIT_REGRESSION
+    assert any("signal rss_bytes in main: new leak" == r for r in strict.regressions)
+    # AND a run verdict that turns to leak with no findings to weigh fails too
+    bare = dataclasses.replace(g.leaky(), findings=[])
+    assert compare(g.fixed(), bare).regressions == ["the run verdict turned to leak"]
+
+
+def test_inconclusive_before_at_the_same_rate_is_not_new() -> None:
+    before = g.leaky(seed=1)
+    sums = {k: dict(v, verdict="inconclusive") for k, v in before.signals["1000"].items()}
+    before = dataclasses.replace(before, signals={"1000": sums}, findings=[],
+                                 verdict="inconclusive")
+    d = compare(before, g.leaky(seed=2))
+    assert {s.status for s in d.signals} == {"persisting"}
+    assert d.exit_code == EXIT_OK

@@ -12,6 +12,12 @@ order), their signals (by name) and the findings, and gives each a status:
 
 A rate change is "beyond noise" only when the two confidence intervals do not
 overlap *and* it exceeds ``CompareOptions.rel_tolerance`` of the larger rate.
+A census signal (``container:…``, ``objects:…``) is recorded only while it
+grows: absent from a run that recorded its family, it counts as not growing.
+
+The CI gate weighs the findings — the analysis' judgement of what leaks — not
+every signal (``strict_signals`` adds those): a new or regressed leak finding
+fails it, subject to the ``CompareOptions`` thresholds.
 
 Exit codes for CI (``diff_exit_code``): ``EXIT_OK`` (0) no regression,
 ``EXIT_REGRESSION`` (3) a new or worse leak, ``EXIT_BAD_INPUT`` (2) a record
@@ -22,9 +28,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Tuple
 
-from memprobe.record import Finding, Process, RunRecord, Series
+from memprobe.analysis.compare_fits import SignalFit, as_fit, rate, signal_fits, unit_of
+from memprobe.analysis.compare_match import ProcessMatch, match_processes
+from memprobe.record import Finding, Process, RunRecord
 
 __all__ = [
     "EXIT_OK",
@@ -55,109 +63,6 @@ STATUSES_BY_WEIGHT = ("new", "regressed", "persisting", "improved", "fixed", "sa
 
 
 @dataclass(frozen=True)
-class SignalFit:
-    """One signal of one process as the analysis judged it, plus its peak.
-
-    ``ci_low``/``ci_high`` bound the slope per unit of ``per`` (``"step"`` or
-    ``"s"``); the fitted line is ``intercept + slope * (x - x0)`` from ``x0``
-    (the end of the warm-up) to ``x_end``.
-    """
-
-    signal: str
-    unit: str
-    verdict: Optional[str] = None  # None: no analysis in the record
-    slope_per_step: Optional[float] = None
-    slope_per_s: Optional[float] = None
-    ci_low: Optional[float] = None
-    ci_high: Optional[float] = None
-    per: str = "step"
-    confidence: float = 0.0
-    warmup_end_x: Optional[float] = None
-    x0: Optional[float] = None
-    x_end: Optional[float] = None
-    intercept: Optional[float] = None
-    n: int = 0
-    peak: Optional[float] = None
-    last: Optional[float] = None
-    reason: str = ""
-    needed: Optional[str] = None
-
-    @property
-    def slope(self) -> Optional[float]:
-        """The slope on the fit's own axis."""
-        return self.slope_per_step if self.per == "step" else self.slope_per_s
-
-
-def signal_fits(record: RunRecord) -> Dict[int, Dict[str, SignalFit]]:
-    """Per pid and signal: the record's analysis summary (tolerating gaps) and peak.
-
-    A record without summaries (older, or written without analysis) is analysed
-    here when ``memprobe.analysis.analyze`` is available; otherwise its signals
-    have no fit (verdict None).
-    """
-    raw_all = record.signals if isinstance(record.signals, dict) else {}
-    if not raw_all and any(p.series for p in record.processes):
-        raw_all = _analyze(record)
-    out: Dict[int, Dict[str, SignalFit]] = {}
-    for p in record.processes:
-        raw_p = raw_all.get(str(p.pid))
-        raw_p = raw_p if isinstance(raw_p, dict) else {}
-        out[p.pid] = {
-            name: _fit(name, series, raw_p.get(name), record.x_axis)
-            for name, series in p.series.items()
-        }
-    return out
-
-
-def _analyze(record: RunRecord) -> Dict[str, Any]:
-    from memprobe import analysis
-    from memprobe.analysis.options import DetectOptions
-
-    analyze = getattr(analysis, "analyze", None)  # present once the detection engine lands
-    if analyze is None:
-        return {}
-    signals = getattr(analyze(record, DetectOptions()), "signals", None)
-    return signals if isinstance(signals, dict) else {}
-
-
-def _unit_of(signal: str) -> str:
-    return "bytes" if signal.endswith("bytes") else "count"
-
-
-def _num(v: object) -> Optional[float]:
-    if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
-        return float(v)
-    return None
-
-
-def _fit(name: str, series: Series, raw: object, x_axis: str) -> SignalFit:
-    values = [v for v in (_num(x) for x in series.value) if v is not None]
-    d = raw if isinstance(raw, dict) else {}
-    verdict, unit, axis = d.get("verdict"), d.get("unit"), d.get("axis", x_axis)
-    needed = d.get("needed")
-    return SignalFit(
-        signal=name,
-        unit=unit if unit in ("bytes", "count") else _unit_of(name),
-        verdict=str(verdict) if isinstance(verdict, str) else None,
-        slope_per_step=_num(d.get("slope_per_step")),
-        slope_per_s=_num(d.get("slope_per_s")),
-        ci_low=_num(d.get("ci_low")),
-        ci_high=_num(d.get("ci_high")),
-        per="step" if axis == "step" else "s",
-        confidence=_num(d.get("confidence")) or 0.0,
-        warmup_end_x=_num(d.get("warmup_end_x")),
-        x0=_num(d.get("x0")),
-        x_end=_num(d.get("x_end")),
-        intercept=_num(d.get("intercept")),
-        n=int(_num(d.get("n")) or len(values)),
-        peak=max(values) if values else None,
-        last=values[-1] if values else None,
-        reason=str(d.get("reason") or ""),
-        needed=str(needed) if isinstance(needed, str) else None,
-    )
-
-
-@dataclass(frozen=True)
 class CompareOptions:
     #: rate changes smaller than this fraction of the larger rate are "same"
     rel_tolerance: float = 0.25
@@ -173,14 +78,6 @@ class CompareOptions:
 
 
 @dataclass(frozen=True)
-class ProcessMatch:
-    label: str
-    before: Optional[Process]
-    after: Optional[Process]
-    how: str  # "role" | "order" | "unmatched"
-
-
-@dataclass(frozen=True)
 class SignalDiff:
     process: str
     signal: str
@@ -193,11 +90,11 @@ class SignalDiff:
 
     @property
     def rate_before(self) -> Optional[float]:
-        return _rate(self.before, self.per)
+        return rate(self.before, self.per)
 
     @property
     def rate_after(self) -> Optional[float]:
-        return _rate(self.after, self.per)
+        return rate(self.after, self.per)
 
 
 @dataclass(frozen=True)
@@ -286,7 +183,7 @@ def compare(
         notes.append(f"schema versions differ ({before.schema} vs {after.schema})")
     if before.command != after.command:
         notes.append("the runs are of different commands; signals matched by name")
-    matches = _match_processes(before.processes, after.processes)
+    matches = match_processes(before.processes, after.processes)
     for m in matches:
         if m.before is None or m.after is None:
             which = "before" if m.after is None else "after"
@@ -302,8 +199,16 @@ def compare(
             # per step only where both fits are on steps (a worker may have none)
             sper = "step" if per == "step" and all(
                 f.per == "step" and f.slope_per_step is not None for f in present) else "s"
-            status, note = _status(fb, fa, sper, options)
-            unit = present[0].unit if present else _unit_of(name)
+            if fa is None and fb is not None and m.after is not None and _tracked(m.after, name):
+                status = "fixed" if fb.verdict == "leak" else "same"
+                note = "not recorded after: it no longer grows"
+            elif fb is None and fa is not None and m.before is not None \
+                    and _tracked(m.before, name):
+                status = "new" if fa.verdict == "leak" else "same"
+                note = "not recorded before: it did not grow"
+            else:
+                status, note = _status(fb, fa, sper, options)
+            unit = present[0].unit if present else unit_of(name)
             signals.append(SignalDiff(m.label, name, unit, sper, fb, fa, status, note))
     order = {m.label: i for i, m in enumerate(matches)}
     signals.sort(key=lambda s: (order.get(s.process, 0), STATUSES_BY_WEIGHT.index(s.status)))
@@ -314,19 +219,13 @@ def compare(
     return RunDiff(before, after, options, per, matches, signals, findings, notes)
 
 
-def _rate(fit: Optional[SignalFit], per: str) -> Optional[float]:
-    if fit is None:
-        return None
-    return fit.slope_per_step if per == "step" else fit.slope_per_s
-
-
 def _ci(fit: SignalFit, per: str) -> Optional[Tuple[float, float]]:
     if fit.ci_low is None or fit.ci_high is None:
         return None
     if fit.per == per:
         return fit.ci_low, fit.ci_high
     # the interval was fitted on the other axis: rescale it by the ratio of the slopes
-    own, other = _rate(fit, fit.per), _rate(fit, per)
+    own, other = rate(fit, fit.per), rate(fit, per)
     if own is None or other is None or own == 0:
         return None
     k = other / own
@@ -336,7 +235,7 @@ def _ci(fit: SignalFit, per: str) -> Optional[Tuple[float, float]]:
 
 def _change(b: SignalFit, a: SignalFit, per: str, options: CompareOptions) -> int:
     """-1 lower, 0 same within noise, +1 higher (after vs before)."""
-    rb, ra = _rate(b, per), _rate(a, per)
+    rb, ra = rate(b, per), rate(a, per)
     if rb is None or ra is None or not (math.isfinite(rb) and math.isfinite(ra)):
         return 0
     if abs(ra - rb) <= options.rel_tolerance * max(abs(ra), abs(rb)):
@@ -365,7 +264,7 @@ def _status(
         lower = _change(b, a, per, options) < 0
         return ("improved" if lower else "persisting"), "the after run is inconclusive"
     if leak_a:
-        if b.verdict == "inconclusive" and _rate(b, per) is not None \
+        if b.verdict == "inconclusive" and rate(b, per) is not None \
                 and _change(b, a, per, options) == 0:
             return "persisting", "the before run was inconclusive at the same rate"
         return "new", ("the before run was inconclusive" if b.verdict == "inconclusive" else "")
@@ -374,37 +273,14 @@ def _status(
     return "same", ""
 
 
-def _key(p: Process) -> Tuple[str, Optional[int], Optional[int]]:
-    return (p.role, p.rank, p.worker_id)
+def _tracked(p: Process, signal: str) -> bool:
+    """Whether ``p`` recorded the family of ``signal`` (``container:...``, ``objects:...``).
 
-
-def _match_processes(before: List[Process], after: List[Process]) -> List[ProcessMatch]:
-    used_a: Set[int] = set()
-    pairs: List[Tuple[Process, Optional[Process], str]] = []
-    for pb in before:  # same role/rank/worker id, in order of appearance
-        for i, pa in enumerate(after):
-            if i not in used_a and _key(pa) == _key(pb):
-                used_a.add(i)
-                pairs.append((pb, pa, "role"))
-                break
-        else:
-            pairs.append((pb, None, "unmatched"))
-    rest = [pa for i, pa in enumerate(after) if i not in used_a]
-    out: List[ProcessMatch] = []
-    seen: Dict[str, int] = {}
-    for pb, pm, how in pairs:
-        if pm is None and rest:  # then by order
-            pm, how = rest.pop(0), "order"
-        out.append(ProcessMatch(_label(pm if pm is not None else pb, seen), pb, pm, how))
-    for pr in rest:
-        out.append(ProcessMatch(_label(pr, seen), None, pr, "unmatched"))
-    return out
-
-
-def _label(p: Process, seen: Dict[str, int]) -> str:
-    base = p.label
-    seen[base] = seen.get(base, 0) + 1
-    return base if seen[base] == 1 else f"{base} #{seen[base]}"
+    Census signals are written only for what grows: when the family was recorded
+    but this member was not, the member did not grow in ``p``.
+    """
+    family, sep, _ = signal.partition(":")
+    return bool(sep) and any(n.startswith(family + ":") for n in p.series)
 
 
 def _match_findings(
@@ -432,8 +308,10 @@ def _match_findings(
         if s is not None and s.before is not None and s.after is not None \
                 and s.before.verdict is not None and s.after.verdict is not None:
             return s.status  # the signal's own fits, with their intervals
+        if s is not None and s.note.startswith("not recorded"):
+            return s.status  # a census signal that stopped (or started) growing
         if fb is not None and fa is not None:
-            return _status(_as_fit(fb), _as_fit(fa), per, options)[0]
+            return _status(as_fit(fb), as_fit(fa), per, options)[0]
         if fb is not None:
             gone = s is None or s.after is None
             return "not_compared" if gone else "fixed" if fb.verdict == "leak" else "same"
@@ -457,14 +335,3 @@ def _match_findings(
         st = status(None, fa, ka[0], fa.signal)
         out.append(FindingDiff(ka[0], fa.signal, fa.kind, t, h, per, None, fa, st))
     return out
-
-
-def _as_fit(f: Finding) -> SignalFit:
-    return SignalFit(
-        signal=f.signal,
-        unit=f.unit,
-        verdict=f.verdict,
-        slope_per_step=f.slope_per_step,
-        slope_per_s=f.slope_per_s,
-        confidence=f.confidence,
-    )

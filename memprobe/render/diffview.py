@@ -53,9 +53,29 @@ def _peak(fit: Optional[SignalFit], unit: str) -> str:
     return fmt_value(fit.peak, unit) if fit is not None else "–"
 
 
-def _side(rate: Optional[float], fit: Optional[SignalFit], per: str, unit: str) -> Text:
+def _quiet(s: SignalDiff) -> bool:
+    """Rows not worth a line: the same, no fitted rate on either side, a similar peak."""
+    if s.status != "same" or s.rate_before is not None or s.rate_after is not None:
+        return False
+    pb, pa = (s.before.peak if s.before else None), (s.after.peak if s.after else None)
+    if pb is None or pa is None:
+        return True
+    return abs(pa - pb) <= 0.1 * max(abs(pa), abs(pb), 1e-9)
+
+
+def _quiet_line(diff: RunDiff) -> Optional[str]:
+    quiet = [s for s in diff.signals if _quiet(s)]
+    if not quiet:
+        return None
+    names = ", ".join(clean(s.signal, 60) for s in quiet[:8])
+    more = f" and {len(quiet) - 8} more" if len(quiet) > 8 else ""
+    return f"{len(quiet)} more signal(s) without a rate and with a similar peak: {names}{more}"
+
+
+def _side(rate: Optional[float], fit: Optional[SignalFit], per: str, unit: str,
+          note: str = "") -> Text:
     if fit is None:
-        return Text("absent", style="dim")
+        return Text("not growing" if note.startswith("not recorded") else "absent", style="dim")
     t = Text(_rate(rate, per, unit))
     t.append(f"\npeak {_peak(fit, unit)}", style="dim")
     return t
@@ -97,16 +117,22 @@ def render_diff(diff: RunDiff, console: Console) -> None:
     table.add_column("before", overflow="fold")
     table.add_column("after", overflow="fold")
     for s in diff.signals:
+        if _quiet(s):
+            continue
         table.add_row(
             Text(clean(s.process, 40)), Text(clean(s.signal, 120)),
             Text(s.status.replace("_", " "), style=STATUS_STYLE.get(s.status, "")),
-            _side(s.rate_before, s.before, s.per, s.unit),
-            _side(s.rate_after, s.after, s.per, s.unit),
+            _side(s.rate_before, s.before, s.per, s.unit, s.note),
+            _side(s.rate_after, s.after, s.per, s.unit, s.note),
         )
     if not diff.signals:
         console.print(Text("No signals in either run.", style="dim"))
     else:
         console.print(table)
+    quiet = _quiet_line(diff)
+    if quiet:
+        console.print(Padding(Text(quiet, style="dim"), (0, 0, 0, 1)))
+        console.print()
     if diff.findings:
         ft = Table(title="Findings", title_justify="left", title_style="bold underline",
                    box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
@@ -139,7 +165,7 @@ def diff_markdown(diff: RunDiff) -> str:
     if diff.signals:
         out += ["| process | signal | status | rate before | rate after | peak before "
                 "| peak after |", "|---|---|---|---:|---:|---:|---:|"]
-    for s in diff.signals:
+    for s in (s for s in diff.signals if not _quiet(s)):
         status = md(s.status.replace("_", " "))
         if s.status in ("new", "regressed"):
             status = f"**{status}**"
@@ -147,6 +173,9 @@ def diff_markdown(diff: RunDiff) -> str:
                  md(_rate(s.rate_before, s.per, s.unit)), md(_rate(s.rate_after, s.per, s.unit)),
                  md(_peak(s.before, s.unit)), md(_peak(s.after, s.unit))]
         out.append("| " + " | ".join(cells) + " |")
+    quiet = _quiet_line(diff)
+    if quiet:
+        out += ["", md(quiet, 1000)]
     if diff.findings:
         out += ["", "### Findings", "", "| process | signal | status | culprit | rate before "
                 "| rate after |", "|---|---|---|---|---:|---:|"]
