@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Tuple
 
 from memprobe.analysis.options import DEFAULT_OPTIONS, DetectOptions
 from memprobe.analysis.run import COUNTED, corroborate, run_verdict
-from memprobe.analysis.series import family_of, prepare, unit_of
+from memprobe.analysis.series import prepare, unit_of
 from memprobe.analysis.verdict import LEAK, SignalVerdict, judge_series
 from memprobe.record import Series
 
@@ -54,7 +54,7 @@ class LiveJudge:
             self.options,
             axis=prep.axis,
             t=prep.t,
-            family=family_of(signal),
+            signal=signal,
             n_tests=max(1, len(self._states) + (0 if (pid, signal) in self._states else 1)),
         )
         return self.observe(pid, signal, raw)

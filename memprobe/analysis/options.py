@@ -55,12 +55,18 @@ class DetectOptions:
     min_count_per_s: float = 0.05
     min_growth_count: float = 8.0
 
-    # Python-heap counters (py_alloc_blocks, gc_tracked_objects, objects:*)
+    # Python-heap counts (gc_tracked_objects, objects:*, container:*:len)
     # wobble with cyclic garbage and interpreter caches: they need a larger
-    # growth to count, and a run verdict of "leak" needs a second signal to agree
-    # when these are its only evidence (see run.py).
+    # growth to count (64 items: above the wobble of every non-leak in the
+    # corpus), and their leak counts for the run only with another signal's
+    # backing (see run.corroborate).
     min_heap_count_per_step: float = 0.5
     min_heap_growth_count: float = 64.0
+
+    # py_alloc_blocks counts pymalloc blocks (8-512 B, ~64 B typical): 4 a step
+    # is ~256 B/step, 256 MB per million steps. Below that (a list of floats
+    # gaining one per step: 2 blocks) the growth is real but negligible.
+    min_blocks_per_step: float = 4.0
 
     # Growth stops ("plateau") when the slope over the last third of the window
     # is, at 90 % confidence, below this fraction of the slope over the window:
@@ -80,22 +86,25 @@ class DetectOptions:
     max_warmup_fraction: float = 0.5
 
     # Above this many points a series is reduced to block medians before the
-    # estimators run (Theil-Sen is O(n^2)); 200 keeps judge_series near 10 ms.
-    max_points: int = 200
+    # estimators run (Theil-Sen is O(n^2)); 128 keeps judge_series under 20 ms
+    # at 2000 points on a loaded core (the live table judges every signal often).
+    max_points: int = 128
 
-    def rate_threshold(self, unit: str, axis: str, heap: bool = False) -> float:
+    def rate_threshold(self, unit: str, axis: str, family: str = "", signal: str = "") -> float:
         """The smallest slope (per step, or per second) that counts as a leak."""
         if unit == "bytes":
             return self.min_bytes_per_step if axis == "step" else self.min_bytes_per_s
-        if heap:
+        if signal == "py_alloc_blocks":
+            return self.min_blocks_per_step
+        if family == "heap":
             return self.min_heap_count_per_step
         return self.min_count_per_step if axis == "step" else self.min_count_per_s
 
-    def growth_threshold(self, unit: str, level: float, heap: bool = False) -> float:
+    def growth_threshold(self, unit: str, level: float, family: str = "") -> float:
         """The smallest total growth over the judged window that counts as a leak."""
         if unit == "bytes":
             return max(self.min_growth_bytes, self.min_growth_fraction * abs(level))
-        return self.min_heap_growth_count if heap else self.min_growth_count
+        return self.min_heap_growth_count if family == "heap" else self.min_growth_count
 
 
 # the defaults, shared: a frozen dataclass is safe to use as a default argument

@@ -21,16 +21,23 @@ from typing import Any, Dict, List, Optional, Tuple
 from memprobe.analysis.findings import fragmentation_finding, leak_finding
 from memprobe.analysis.options import DEFAULT_OPTIONS, DetectOptions
 from memprobe.analysis.projection import project_oom
-from memprobe.analysis.series import family_of, prepare, unit_of
+from memprobe.analysis.series import (
+    BLOCKS,
+    family_of,
+    prepare,
+    step_clock,
+    unit_of,
+    with_steps,
+)
 from memprobe.analysis.verdict import INCONCLUSIVE, LEAK, NO_LEAK, SignalVerdict, judge_series
 from memprobe.record import Finding, Process, RunRecord
 
 # families whose leak verdict can make the run's verdict "leak"
-COUNTED = ("memory", "count", "heap")
+COUNTED = ("memory", "object", "heap")
 _NOT_TESTED = ("peak",)
 _CUDA_RESERVED = re.compile(r"^cuda:(\d+)/reserved_bytes$")
 # the order findings are listed in: what the person sees first
-_FAMILY_ORDER = {"memory": 0, "count": 1, "heap": 2}
+_FAMILY_ORDER = {"memory": 0, "object": 1, "heap": 2}
 
 
 @dataclass(frozen=True)
@@ -68,8 +75,11 @@ def judge_process(
 ) -> Dict[str, SignalVerdict]:
     """Every signal of one process, judged on the process' x-axis."""
     axis = process_axis(process)
+    clock = step_clock(process.series) if axis == "step" else None
     out: Dict[str, SignalVerdict] = {}
     for name, series in sorted(process.series.items()):
+        if clock is not None and sum(1 for st in series.step if st is not None) < 3:
+            series = with_steps(series, clock)
         prep = prepare(series, axis)
         out[name] = judge_series(
             prep.x,
@@ -78,28 +88,39 @@ def judge_process(
             options,
             axis=axis,
             t=prep.t,
-            family=family_of(name),
+            signal=name,
             n_tests=n_tests,
         )
     return corroborate(out)
 
 
 def corroborate(verdicts: Dict[str, SignalVerdict]) -> Dict[str, SignalVerdict]:
-    """A heap-counter leak with no other leaking signal in its process is only
-    inconclusive: those counters move together for reasons that are no leak."""
-    leaking = [n for n, v in verdicts.items() if v.verdict == LEAK and v.family in COUNTED]
-    if len(leaking) != 1 or verdicts[leaking[0]].family != "heap":
-        return verdicts
-    name = leaking[0]
-    v = verdicts[name]
+    """Heap-count leaks count only with backing from another signal.
+
+    Backing is a leak or a significant growth above its practical rate (see
+    ``SignalVerdict.growing``) of process memory, of heavy-object counts, or of
+    ``py_alloc_blocks`` (whose rate threshold is in bytes' worth of blocks).
+    A heap leak without it is reported as inconclusive.
+    """
     out = dict(verdicts)
-    out[name] = replace(
-        v,
-        verdict=INCONCLUSIVE,
-        reason=v.reason + ", but no other signal agrees",
-        needed="a second signal growing with it (a census series, or RSS)",
-    )
+    for name, v in verdicts.items():
+        if v.verdict != LEAK or v.family != "heap":
+            continue
+        if any(_backs(other, ov) for other, ov in verdicts.items() if other != name):
+            continue
+        out[name] = replace(
+            v,
+            verdict=INCONCLUSIVE,
+            reason=v.reason + ", but nothing else grows with it",
+            needed="another signal growing with it (RSS, Python heap blocks, a census series)",
+        )
     return out
+
+
+def _backs(name: str, v: SignalVerdict) -> bool:
+    if not (v.verdict == LEAK or v.growing):
+        return False
+    return v.family in ("memory", "object") or name == BLOCKS
 
 
 def run_verdict(verdicts: List[SignalVerdict]) -> str:
@@ -151,7 +172,7 @@ def _process_findings(
         v = verdicts[name]
         related = [n for n in leaking if n != name]
         # structured counts explain a byte leak best: list them first
-        related.sort(key=lambda n: 0 if verdicts[n].family == "count" else 1)
+        related.sort(key=lambda n: 0 if verdicts[n].family == "object" else 1)
         proj = project_oom(name, v, record.limits, ram_level)
         out.append(leak_finding(proc.pid, name, v, proj, proc.role, related))
     for name, reserved in verdicts.items():

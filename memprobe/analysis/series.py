@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -13,9 +13,9 @@ from memprobe.record import Series
 
 Array = npt.NDArray[np.float64]
 
-# Python-heap counters: they wobble with cyclic garbage and interpreter caches.
-_HEAP_NAMES = ("py_alloc_blocks", "gc_tracked_objects")
-_HEAP_PREFIXES = ("objects:",)
+# Counts of heavy things: one more per step is a leak on its own.
+_OBJECT_PREFIXES = ("tensors:", "graph:", "modules:", "figures:", "ndarray:")
+BLOCKS = "py_alloc_blocks"
 
 
 def unit_of(signal: str) -> str:
@@ -26,20 +26,25 @@ def unit_of(signal: str) -> str:
 def family_of(signal: str) -> str:
     """How a signal is weighed in the run verdict.
 
-    - ``memory``: bytes that the process holds (RSS, USS, CUDA allocated, tensor bytes);
-    - ``allocator``: CUDA reserved / inactive split bytes: a cache, judged against allocated;
-    - ``peak``: a high-water mark (``max_*``), growing by construction: never a leak alone;
-    - ``heap``: Python-heap counters that wobble (blocks, gc-tracked objects, per-type counts);
-    - ``count``: every other count (tensors, graph nodes, modules, figures, containers).
+    - ``memory``: bytes the process holds (RSS, USS, CUDA allocated, tensor bytes);
+    - ``object``: counts of heavy things (tensors, graph nodes, modules, figures, arrays);
+    - ``heap``: Python-heap counts (``py_alloc_blocks``, ``gc_tracked_objects``,
+      ``objects:*``, ``container:*:len``) and any other count: they wobble with
+      cyclic garbage and caches, and one more small object per step may be
+      negligible, so their leaks need another signal's backing;
+    - ``allocator``: CUDA reserved / inactive split bytes, judged against allocated;
+    - ``peak``: a high-water mark (``max_*``), growing by construction.
     """
     base = signal.rsplit("/", 1)[-1]
     if base.startswith("max_") or ":max_" in signal:
         return "peak"
     if signal.startswith("cuda:") and ("reserved" in base or "inactive" in base):
         return "allocator"
-    if signal in _HEAP_NAMES or signal.startswith(_HEAP_PREFIXES):
-        return "heap"
-    return "memory" if unit_of(signal) == "bytes" else "count"
+    if unit_of(signal) == "bytes":
+        return "memory"
+    if signal.startswith(_OBJECT_PREFIXES):
+        return "object"
+    return "heap"
 
 
 @dataclass(frozen=True)
@@ -100,6 +105,38 @@ def _min_per_x(x: Array, y: Array, t: Array) -> tuple[Array, Array, Array]:
     ux, start = np.unique(x, return_index=True)
     ymin = np.minimum.reduceat(y, start)
     return ux, ymin, t[start]
+
+
+def step_clock(series: Dict[str, Series]) -> Optional[tuple[Array, Array]]:
+    """(t, step) of the series with the most step-tagged samples, or None."""
+    best: Optional[Series] = None
+    best_n = 2
+    for s in series.values():
+        n = sum(1 for st in s.step if st is not None)
+        if n > best_n:
+            best, best_n = s, n
+    if best is None:
+        return None
+    pairs = sorted(
+        (float(t), float(st)) for st, t in zip(best.step, best.t) if st is not None and _finite(t)
+    )
+    t = np.asarray([p[0] for p in pairs])
+    st = np.maximum.accumulate(np.asarray([p[1] for p in pairs]))
+    return t, st
+
+
+def with_steps(series: Series, clock: tuple[Array, Array]) -> Series:
+    """Give samples taken on time (outside sampling: USS, PSS) the step the process
+    was at, interpolated from its own step-tagged samples; samples outside the
+    stepped part of the run keep None."""
+    t_ref, st_ref = clock
+    steps: List[Optional[int]] = []
+    for st, t in zip(series.step, series.t):
+        if st is None and _finite(t) and t_ref[0] <= t <= t_ref[-1]:
+            steps.append(int(round(float(np.interp(t, t_ref, st_ref)))))
+        else:
+            steps.append(st)
+    return Series(step=steps, t=list(series.t), value=list(series.value))
 
 
 def steps_per_second(x: Array, t: Array) -> Optional[float]:

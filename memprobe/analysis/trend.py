@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 from memprobe.analysis.series import Array, reduce_points
 
 BAND_BLOCKS = 16
+MIN_FLOOR_POINTS = 5  # periods needed before a sawtooth's floor is judged
 
 
 @dataclass(frozen=True)
@@ -60,13 +61,13 @@ def fit_trend(x: Array, y: Array, z_crit: float, max_points: int = 200) -> Trend
     # Widen the interval by the same factor as the test: theilslopes builds its
     # rank interval from z * sqrt(Var S), so scaling z scales Var S.
     z_wide = z_crit * math.sqrt(inflation)
-    conf = min(1.0 - 1e-12, 2.0 * float(stats.norm.cdf(z_wide)) - 1.0)
+    conf = min(1.0 - 1e-12, 2.0 * float(special.ndtr(z_wide)) - 1.0)
     ts = stats.theilslopes(yr, xr, alpha=conf)
     tau, p_one = stats.kendalltau(xr, yr, alternative="greater")
     tau = 0.0 if not math.isfinite(float(tau)) else float(tau)
     z_raw = _z_from_p(float(p_one), tau, n)
     z = z_raw / math.sqrt(inflation)
-    p = float(stats.norm.sf(z))
+    p = float(special.ndtr(-z))
     intercept = float(np.median(yr - slope * (xr - x0)))
     return Trend(
         slope=slope,
@@ -84,7 +85,7 @@ def fit_trend(x: Array, y: Array, z_crit: float, max_points: int = 200) -> Trend
 
 def _z_from_p(p_one: float, tau: float, n: int) -> float:
     if math.isfinite(p_one) and 0.0 < p_one < 1.0:
-        return float(stats.norm.isf(p_one))
+        return float(-special.ndtri(p_one))
     if not math.isfinite(p_one):
         return 0.0
     # p underflowed (or is exactly 1): fall back on the untied normal approximation
@@ -141,7 +142,7 @@ def sawtooth_floor(x: Array, y: Array) -> Optional[tuple[Array, Array]]:
         return None
     start = drops[0] + 1  # begin at a floor
     m = (n - start) // period
-    if m < 2:
+    if m < MIN_FLOOR_POINTS:
         return None
     idx = start + np.arange(m * period).reshape(m, period)
     rows = np.argmin(y[idx], axis=1)

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Dict, Optional, Sequence
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 from memprobe.analysis.options import DEFAULT_OPTIONS, DetectOptions
-from memprobe.analysis.series import Array, as_array, reduce_points, steps_per_second
+from memprobe.analysis.series import (
+    Array,
+    as_array,
+    family_of,
+    reduce_points,
+    steps_per_second,
+)
 from memprobe.analysis.trend import (
     Trend,
     fit_trend,
@@ -57,6 +63,9 @@ class SignalVerdict:
     floor: bool = False
     plateau: bool = False
     inflation: float = 1.0
+    # grows significantly at or above the rate that counts, clear of noise or not:
+    # enough to back up another signal's leak (see run.corroborate)
+    growing: bool = False
 
     def summary(self) -> Dict[str, Any]:
         """The per-signal entry of ``RunRecord.signals``."""
@@ -91,17 +100,20 @@ def judge_series(
     axis: str = "step",
     t: Optional[Sequence[float] | Array] = None,
     family: Optional[str] = None,
+    signal: str = "",
     n_tests: int = 1,
 ) -> SignalVerdict:
     """Judge one series (x sorted ascending; steps or seconds as ``axis`` says).
 
     ``t`` (seconds, same length) turns per-step rates into per-second ones.
+    ``signal`` (the series' name) sets the family and thresholds; without it
+    bytes are judged as process memory and counts as object counts.
     ``n_tests`` is how many signals the caller judges together: the run's
     false-alarm budget ``1 - options.confidence`` is split between them.
     """
     xa, ya = as_array(x), as_array(y)
     ta = as_array(t) if t is not None and len(t) == len(xa) else None
-    fam = family or ("memory" if unit == "bytes" else "count")
+    fam = family or (family_of(signal) if signal else _default_family(unit))
     keep = np.isfinite(xa) & np.isfinite(ya)
     xa, ya = xa[keep], ya[keep]
     ta = ta[keep] if ta is not None else None
@@ -136,17 +148,54 @@ def judge_series(
             needed=_needed_text(more_pts, more_x, word),
             **base,
         )
+    alpha = (1.0 - options.confidence) / max(1, n_tests)
+    whole = _judge_window(xw, yw, tw, options, alpha, base, signal, n_tests)
+    whole = replace(whole, warmup_end_x=warm)
+    half = len(xw) // 2
+    if whole.verdict == LEAK or len(xw) - half < options.min_points:
+        return whole
+    if float(xw[-1] - xw[half]) < min_span:
+        return whole
+    # A second look at the recent half: leaks that start late (the allocator's
+    # free space absorbed them first) show there. Each look gets half of alpha.
+    recent = _judge_window(
+        xw[half:],
+        yw[half:],
+        tw[half:] if tw is not None else None,
+        options,
+        alpha / 2.0,
+        base,
+        signal,
+        n_tests * 2,
+    )
+    if recent.verdict == LEAK:
+        return replace(recent, warmup_end_x=float(xw[half]), reason=recent.reason + " lately")
+    return whole
+
+
+def _judge_window(
+    xw: Array,
+    yw: Array,
+    tw: Optional[Array],
+    options: DetectOptions,
+    alpha: float,
+    base: Dict[str, Any],
+    signal: str,
+    n_tests: int,
+) -> SignalVerdict:
+    axis, unit, fam = base["axis"], base["unit"], base["family"]
+    word = "steps" if axis == "step" else "seconds"
+    span = float(xw[-1] - xw[0])
     sps = steps_per_second(xw, tw) if axis == "step" and tw is not None else None
     floor = sawtooth_floor(xw, yw)
     xj, yj = floor if floor is not None else (xw, yw)
-    heap = fam == "heap"
-    alpha = (1.0 - options.confidence) / max(1, n_tests)
-    z_crit = float(stats.norm.isf(alpha))
+    z_crit = float(-special.ndtri(alpha))
     tr = fit_trend(xj, yj, z_crit, options.max_points)
     level = float(np.median(yw))
-    rate_thr = options.rate_threshold(unit, axis, heap)
-    thr = max(rate_thr, options.growth_threshold(unit, level, heap) / span)
+    rate_thr = options.rate_threshold(unit, axis, fam, signal)
+    thr = max(rate_thr, options.growth_threshold(unit, level, fam) / span)
     growth = tr.slope * span
+    significant = tr.p_value < alpha and tr.ci_low > 0
     common: Dict[str, Any] = dict(
         n=len(xj),
         slope=tr.slope,
@@ -155,7 +204,6 @@ def judge_series(
         ci_low=tr.ci_low,
         ci_high=tr.ci_high,
         p_value=tr.p_value,
-        warmup_end_x=warm,
         x0=tr.x0,
         x_end=float(xw[-1]),
         t_end=float(tw[-1]) if tw is not None else None,
@@ -165,10 +213,10 @@ def judge_series(
         steps_per_s=sps,
         floor=floor is not None,
         inflation=tr.inflation,
+        growing=significant and tr.slope >= rate_thr,
         **base,
     )
     fmt = _fmt_rate(unit, word)
-    significant = tr.p_value < alpha and tr.ci_low > 0
     clear = significant and rise_over_band(xj, yj, tr.slope) >= options.min_rise_over_band
     if clear and tr.slope >= thr:
         limit = options.plateau_ratio * tr.slope
@@ -185,7 +233,7 @@ def judge_series(
         return SignalVerdict(LEAK, reason=f"{what} {fmt(tr.slope)}", confidence=conf, **common)
     se = _standard_error(tr, z_crit)
     if tr.ci_high < thr:
-        conf = float(stats.norm.cdf((thr - tr.slope) / se)) if se > 0 else 1.0
+        conf = float(special.ndtr((thr - tr.slope) / se)) if se > 0 else 1.0
         why = "floor of a sawtooth is flat" if floor is not None else "no growth"
         return SignalVerdict(NO_LEAK, reason=f"{why} above {fmt(thr)}", confidence=conf, **common)
     if growth_stopped(xj, yj, thr, options.max_points):
@@ -199,6 +247,10 @@ def judge_series(
     return SignalVerdict(
         INCONCLUSIVE, reason=reason, needed=_more_needed(tr, thr, z_crit, span, word), **common
     )
+
+
+def _default_family(unit: str) -> str:
+    return "memory" if unit == "bytes" else "object"
 
 
 def _standard_error(tr: Trend, z_crit: float) -> float:
