@@ -25,7 +25,7 @@ _PATHS: Dict[str, Tuple[str, ...]] = {
     "ndarray:bytes": ("ndarray", "bytes"),
     "figures:count": ("figures", "count"),
 }
-MIN_ITEMS = 4  # a container must gain at least this many items to be blamed
+MIN_ITEMS = 8  # a container must gain at least this many items to be blamed
 
 
 def _num(v: Any) -> Optional[float]:
@@ -73,14 +73,26 @@ class Profile:
             return None
         return _num(_get(self.entries[index], *_PATHS[name]))
 
+    def _peak(self, name: str) -> Tuple[float, float]:
+        """(growth, span) from the first census to the one where the value peaked: the census
+        at exit may come after the target dropped everything (its ``main()`` returned)."""
+        first = self.value(name, 0)
+        if first is None:
+            return 0.0, 0.0
+        best = (0.0, 0.0)
+        for i in range(1, self.n):
+            value = self.value(name, i)
+            if value is not None and value - first > best[0]:
+                best = (value - first, self.xs[i] - self.xs[0])
+        return best
+
     def growth(self, name: str) -> float:
-        first, last = self.value(name, 0), self.value(name, -1)
-        return last - first if first is not None and last is not None else 0.0
+        return self._peak(name)[0]
 
     def rate(self, name: str) -> float:
-        """Growth per step (per second without steps), first census to last."""
-        span = self.xs[-1] - self.xs[0] if len(self.xs) >= 2 else 0.0
-        return self.growth(name) / span if span > 0 else 0.0
+        """Growth per step (per second without steps), first census to the peak."""
+        growth, span = self._peak(name)
+        return growth / span if span > 0 else 0.0
 
     def last(self, section: str, key: str) -> Any:
         for entry in reversed(self.entries):
@@ -113,8 +125,17 @@ class Profile:
             return None
         first = first if isinstance(first, dict) else {}
         deltas = {k: (_num(v) or 0.0) - (_num(first.get(k)) or 0.0) for k, v in last.items()}
-        best = max(deltas.items(), key=lambda kv: kv[1], default=None)
-        return best[0] if best is not None and best[1] > 0 else None
+        # the model a person wrote (``ConvNet``) before the layers inside it (``Conv2d``)
+        best = max(((k, d) for k, d in deltas.items() if d > 0),
+                   key=lambda kv: (not kv[0].startswith("torch."), kv[1]), default=None)
+        return best[0] if best is not None else None
+
+    def kind_types(self, kind: str) -> List[str]:
+        """Type names the agent marked as ``tensor``, ``module``, ``ndarray`` or ``figure``."""
+        types = self.entries[-1].get("types") if self.entries else None
+        if not isinstance(types, dict):
+            return []
+        return [k for k, v in types.items() if isinstance(v, dict) and v.get("kind") == kind]
 
     def growing(self) -> List[Container]:
         """Containers that gained items, lists of plain numbers left out (a few bytes a step)."""
@@ -169,12 +190,14 @@ def build_profile(census: Sequence[Any]) -> Profile:
 def _containers(entries: List[Dict[str, Any]], xs: List[float]) -> List[Container]:
     """Each holder's growth from the census before it was first seen to its last census."""
     first_seen: Dict[str, int] = {}
-    last: Dict[str, Tuple[int, Dict[str, Any]]] = {}
+    last: Dict[str, Tuple[int, Dict[str, Any]]] = {}  # the census where it was longest
     for i, entry in enumerate(entries):
         for box in entry.get("containers") or []:
             if isinstance(box, dict) and isinstance(box.get("holder"), str):
                 first_seen.setdefault(box["holder"], i)
-                last[box["holder"]] = (i, box)
+                old = last.get(box["holder"])
+                if old is None or (_num(box.get("len")) or 0) >= (_num(old[1].get("len")) or 0):
+                    last[box["holder"]] = (i, box)
     out: List[Container] = []
     for holder, (i, box) in last.items():
         j = first_seen[holder]

@@ -23,6 +23,11 @@ HINT_ITEM = (
     "keep numbers, not tensors: `losses.append(loss.item())` / `total += loss.item()` "
     "(or `loss.detach()`); every kept loss tensor keeps its step's autograd graph alive"
 )
+HINT_CARRIED = (
+    "a tensor carried across steps is computed from each step's tensors, so it keeps every "
+    "step's graph: accumulate numbers (`total += loss.item()`) or detach what goes in "
+    "(`running = 0.99 * running + 0.01 * x.detach()`)"
+)
 HINT_DETACH = (
     "state carried across steps keeps every step's graph alive: detach it at the step "
     "boundary (`h = h.detach()`, `running = running.detach()`)"
@@ -135,20 +140,23 @@ def _graphs(prof: Profile) -> Optional[Culprit]:
     grad = prof.rate("tensors:grad_fn_count")
     per_root = prof.last("graphs", "mean_per_root")
     if largest > 0.5 and largest >= roots:
-        accumulating = prof.last("graphs", "largest_root_type") in ("AddBackward0", "SumBackward0")
         holder = prof.last("graphs", "largest_holder")
+        node = prof.last("graphs", "largest_holder_node" if holder else "largest_root_type")
+        accumulating = node in ("AddBackward0", "SumBackward0")
         box = prof.container_of(TENSOR)
         ev = _ev(per_step=largest, graph_nodes=prof.value("graph:largest"),
                  largest_graph_nodes_per_step=round(largest, 2),
-                 graph_root=prof.last("graphs", "largest_root_type"))
+                 graph_root=node)
+        who = f"`{holder}`" if holder else "a tensor"
         if accumulating:
             return _make(prof, TENSOR, holder or (box.holder if box else None), True,
-                         "accumulated loss tensor", HINT_ITEM,
-                         f"a tensor accumulated across steps (`total += loss`) holds one autograd "
-                         f"graph that gains {largest:.3g} nodes per step.", ev, box)
+                         "accumulated tensor", HINT_CARRIED,
+                         f"{who}, accumulated across steps (`total += loss`, a running mean), "
+                         f"holds one autograd graph that gains {largest:.3g} nodes per step.",
+                         ev, box)
         return _make(prof, TENSOR, holder, True, "state not detached", HINT_DETACH,
-                     f"one autograd graph gains {largest:.3g} nodes per step: state carried "
-                     "across steps is never detached.", ev, None)
+                     f"{who}, carried across steps without `.detach()`, holds one autograd "
+                     f"graph that gains {largest:.3g} nodes per step.", ev, None)
     if max(roots, grad) > 0.05 and (prof.growth("graph:roots") >= 4 or
                                     prof.growth("tensors:grad_fn_count") >= 4):
         box = prof.container_of(TENSOR)
@@ -178,8 +186,13 @@ def _modules(prof: Profile) -> Optional[Culprit]:
     rate = prof.rate("modules:count")
     if rate <= 0 or prof.growth("modules:count") < 2:
         return None
-    name = prof.growing_module_type() or "torch.nn.Module"
-    box = prof.container_of(name)
+    kinds = set(prof.kind_types("module"))
+    boxes = [b for b in prof.growing() if kinds.intersection(b.elem_types)]
+    box = max(boxes, key=lambda b: (b.complete, b.per_step), default=None)
+    if box is not None:
+        name = next(t for t in box.elem_types if t in kinds)
+    else:
+        name = prof.growing_module_type() or "torch.nn.Module"
     ev = _ev(per_step=rate, module_type=name,
              param_bytes_per_step=round(prof.rate("modules:param_bytes")))
     return _make(prof, name, box.holder if box else None, False, "models kept", HINT_MODULE,

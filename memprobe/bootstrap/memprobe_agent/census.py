@@ -98,7 +98,7 @@ class Kinds:
 
 def take(max_objects: int, min_len: int, deadline_s: float) -> Dict[str, Any]:
     """One census. Returns {"v": signals, "payload": details, "containers": {id: obj},
-    "lengths": {id: len}}.
+    "lengths": {id: len}, "graph_roots": [(grad_fn, a tensor holding it)]}.
 
     ``containers`` holds the target's containers of at least ``min_len`` items for
     the holder tracker; the caller must drop it before the census returns control.
@@ -137,7 +137,7 @@ def take(max_objects: int, min_len: int, deadline_s: float) -> Dict[str, Any]:
 
     v: Dict[str, float] = {}
     payload: Dict[str, Any] = {"objects_total": total, "stride": stride}
-    largest_tensor: Any = None
+    graph_roots: List[Any] = []
     names = {cls: type_name(cls) for cls in counts}
     payload["_counts"] = {names[c]: n * stride for c, n in counts.items()}
     types: Dict[str, Dict[str, Any]] = {}
@@ -158,7 +158,7 @@ def take(max_objects: int, min_len: int, deadline_s: float) -> Dict[str, Any]:
         if g.pop("truncated"):
             truncated.append("graphs")
         root = g.pop("root")
-        largest_tensor = owners.get(id(root)) if root is not None else None
+        graph_roots = [(fn, owners[id(fn)]) for fn in roots]
         del roots, root, owners
         payload["graphs"] = g
         v["graph:nodes"], v["graph:roots"], v["graph:largest"] = (
@@ -186,7 +186,7 @@ def take(max_objects: int, min_len: int, deadline_s: float) -> Dict[str, Any]:
     payload["timings"] = {"objects_s": round(t_pass - t_start, 4),
                           "details_s": round(time.perf_counter() - t_pass, 4)}
     return {"v": v, "payload": payload, "containers": containers, "lengths": lengths,
-            "largest_tensor": largest_tensor}
+            "graph_roots": graph_roots}
 
 
 def _tensor_stats(tensors: List[Any], kinds: Kinds, stride: int, v: Dict[str, float],

@@ -23,7 +23,7 @@ SCALARS = frozenset(["float", "int", "bool", "complex", "NoneType"])
 
 
 class Watch:
-    __slots__ = ("holder", "chain", "path", "type", "len", "prev_len", "first_len",
+    __slots__ = ("holder", "chain", "path", "anchor", "type", "len", "prev_len", "first_len",
                  "first_step", "elem_types", "complete", "stale", "misses")
 
     def __init__(self, found: Dict[str, Any], type_name: str, length: int, prev: int,
@@ -31,6 +31,8 @@ class Watch:
         self.holder: str = found["holder"]
         self.chain: List[str] = found["chain"]
         self.path: Optional[List[List[Any]]] = found["path"]
+        # (weakref to an object on the path, steps from it): a frame-rooted path followed later
+        self.anchor: Optional[Tuple[Any, List[List[Any]]]] = found.get("anchor")
         self.complete: bool = found["complete"]
         self.type = type_name
         self.len = length
@@ -40,6 +42,19 @@ class Watch:
         self.elem_types: List[str] = []
         self.stale = 0
         self.misses = 0
+
+    def followable(self) -> bool:
+        return self.path is not None or self.anchor is not None
+
+    def find(self) -> Any:
+        """The container again, by its path (no heap scan); None when it is gone."""
+        if self.path is not None:
+            return holders.resolve(self.path)
+        if self.anchor is not None:
+            ref, steps = self.anchor
+            owner = ref()
+            return holders.follow(owner, steps) if owner is not None else None
+        return None
 
     @property
     def scalar(self) -> bool:
@@ -72,8 +87,8 @@ class ContainerTracker:
         namespaces = set(holders.module_dicts()) | {id(sys.modules)}
         for cid, w in list(self.watched.items()):
             obj = containers.get(cid)
-            if obj is None and w.path is not None:
-                obj = holders.resolve(w.path)
+            if obj is None:
+                obj = w.find()
             if obj is None or qualified(obj) != w.type:
                 w.misses += 1
                 if w.misses >= 2:
@@ -125,13 +140,13 @@ class ContainerTracker:
         """Lengths of the watched containers reachable from a module global, between censuses."""
         out: Dict[str, float] = {}
         for w in self.watched.values():
-            if w.path is None or w.misses or w.scalar:
+            if not w.followable() or w.misses or w.scalar:
                 continue
-            obj = holders.resolve(w.path)
+            obj = w.find()
             if obj is not None and qualified(obj) == w.type:
                 out[f"container:{w.holder}:len"] = len(obj)
         return out
 
     def pollable(self) -> bool:
-        return any(w.path is not None and not w.misses and not w.scalar
+        return any(w.followable() and not w.misses and not w.scalar
                    for w in self.watched.values())

@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Set
 
-from . import census, roots, wire
+from . import census, graphs, roots, wire
 from .budget import Budget
 from .containers import ContainerTracker
 from .tmwindow import TraceWindow
@@ -38,7 +38,7 @@ class Expensive:
         self.enabled = bool(cfg.get("census", True))
         self.budget = Budget(float(cfg.get("overhead_budget", 0.03)), now)
         self.max_objects = int(cfg.get("census_max_objects", 1_000_000))
-        self.min_len = int(cfg.get("census_min_len", 4))
+        self.min_len = int(cfg.get("census_min_len", 2))
         self.deadline_s = float(cfg.get("census_deadline_s", 1.0))
         # two censuses at fixed steps (5 and 25 by default) whatever the budget, so that a
         # short run still sees a container grow; their cost is a debt the budget repays
@@ -187,15 +187,28 @@ class Expensive:
 
     def _graph_holder(self, res: Dict[str, Any], v: Dict[str, float], payload: Dict[str, Any],
                       deadline: float) -> None:
-        """Who holds the largest graph's tensor, when that graph grew (state never detached)."""
-        tensor = res.pop("largest_tensor", None)
+        """Who holds the growing graph, when the largest graph grew (state never detached).
+
+        Of the named tensors (globals, attributes, frame locals) whose graph is at least
+        half the largest, the one with the smallest graph is the state carried across
+        steps: the step's loss and outputs hang above it, so their graphs are larger.
+        """
+        pairs = res.pop("graph_roots", None) or []
         now_largest = v.get("graph:largest", 0)
         grew = now_largest - self.prev_v.get("graph:largest", now_largest)
-        if tensor is None or grew < SUSPICIOUS_DELTA or "graphs" not in payload:
+        if not pairs or grew < SUSPICIOUS_DELTA or "graphs" not in payload:
             return
-        found = roots.search({id(tensor)}, deadline).get(id(tensor))
-        if found is not None:
-            payload["graphs"]["largest_holder"] = found["holder"]
+        found = roots.search({id(t) for _, t in pairs}, deadline)
+        named = [(fn, found[id(t)]["holder"]) for fn, t in pairs if id(t) in found][:20]
+        del pairs
+        sizes = [(graphs.reach(fn, int(now_largest) * 2 + 10, deadline), holder,
+                  type(fn).__name__) for fn, holder in named]
+        del named
+        big = sorted(x for x in sizes if x[0] >= now_largest / 2)
+        if big:
+            payload["graphs"]["largest_holder"] = big[0][1]
+            payload["graphs"]["largest_holder_node"] = big[0][2]
+            payload["graphs"]["holders"] = [{"holder": h, "nodes": n} for n, h, _ in big[:4]]
 
     def _types(self, counts: Dict[str, int], v: Dict[str, float], payload: Dict[str, Any]) -> None:
         """``objects:<type>`` for the types that grow most (watched once seen: steady series)."""

@@ -23,42 +23,33 @@ MAX_NODES = 200_000
 
 def graph_stats(roots: List[Any], deadline: float, max_nodes: int = MAX_NODES) -> Dict[str, Any]:
     """Unique nodes, roots, the largest graph and its root node (``"root"``, an object the
-    caller must drop; ``"largest_root_type"`` is its type name)."""
+    caller must drop; ``"largest_root_type"`` is its type name).
+
+    First one walk over every root with a shared visited set (the unique node
+    count), noting which roots hang below another root; then the graph of each
+    top root on its own, for the largest. Both stop at ``max_nodes`` visits in
+    all, or at the deadline.
+    """
+    root_ids = {id(r) for r in roots}
     seen: set = set()
+    below: set = set()  # roots reached from another root: part of a bigger graph
     keep: List[Any] = []  # hold every node while walking so no id is reused
+    visits = [0]
+    truncated = False
+    for root in roots:
+        if id(root) not in seen and _walk(root, seen, keep, root_ids, below, visits,
+                                          max_nodes, deadline):
+            truncated = True
+            break
     largest = 0
     largest_root: Any = None
-    truncated = False
-    visited = 0
     for root in roots:
-        if truncated:
-            break
-        if id(root) in seen:
+        if truncated or id(root) in below:
             continue
-        stack = [root]
-        new = 0
-        while stack:
-            node = stack.pop()
-            key = id(node)
-            if key in seen:
-                continue
-            seen.add(key)
-            keep.append(node)
-            new += 1
-            visited += 1
-            if visited >= max_nodes or (visited & 1023 == 0 and time.perf_counter() > deadline):
-                truncated = True
-                break
-            try:
-                nexts = node.next_functions
-            except Exception:  # noqa: BLE001 - a node type without edges
-                continue
-            for pair in nexts:
-                child = pair[0]
-                if child is not None and id(child) not in seen:
-                    stack.append(child)
-        if new > largest:
-            largest, largest_root = new, root
+        mine: set = set()
+        truncated = _walk(root, mine, keep, root_ids, None, visits, max_nodes * 2, deadline)
+        if len(mine) > largest:
+            largest, largest_root = len(mine), root
     n_roots = len(roots)
     return {
         "nodes": len(seen),
@@ -69,3 +60,39 @@ def graph_stats(roots: List[Any], deadline: float, max_nodes: int = MAX_NODES) -
         "root": largest_root,
         "largest_root_type": type(largest_root).__name__ if largest_root is not None else None,
     }
+
+
+def _walk(root: Any, seen: set, keep: List[Any], root_ids: set, below: Any, visits: List[int],
+          max_nodes: int, deadline: float) -> bool:
+    """Depth-first from one node; True when cut off by the node budget or the deadline."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        key = id(node)
+        if key in seen:
+            continue
+        seen.add(key)
+        keep.append(node)
+        visits[0] += 1
+        if visits[0] >= max_nodes or (visits[0] & 1023 == 0 and time.perf_counter() > deadline):
+            return True
+        try:
+            nexts = node.next_functions
+        except Exception:  # noqa: BLE001 - a node type without edges
+            continue
+        for pair in nexts:
+            child = pair[0]
+            if child is None:
+                continue
+            if below is not None and id(child) in root_ids:
+                below.add(id(child))
+            if id(child) not in seen:
+                stack.append(child)
+    return False
+
+
+def reach(root: Any, max_nodes: int, deadline: float) -> int:
+    """How many nodes one root's graph has (at most ``max_nodes``)."""
+    seen: set = set()
+    _walk(root, seen, [], set(), None, [0], max_nodes, deadline)
+    return len(seen)

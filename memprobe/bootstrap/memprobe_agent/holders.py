@@ -180,7 +180,7 @@ def instance_dict(obj: Any) -> Optional[Dict[str, Any]]:
         desc = type_dict(base).get("__dict__")
         if desc is None:
             continue
-        if type(desc).__name__ != "getset_descriptor":
+        if type(desc).__name__ not in ("getset_descriptor", "member_descriptor"):
             return None  # a property or something clever: do not touch it
         try:
             d = desc.__get__(obj, type(obj))
@@ -197,8 +197,12 @@ def resolve(path: List[List[Any]]) -> Any:
     mod = sys.modules.get(path[0][1])
     if type(mod) is not types.ModuleType:
         return None
-    obj: Any = vars(mod)
-    for kind, value in path[1:]:
+    return follow(vars(mod), path[1:])
+
+
+def follow(obj: Any, steps: List[List[Any]]) -> Any:
+    """Follow keys and attributes (dict items and instance ``__dict__`` slots only) from obj."""
+    for kind, value in steps:
         if kind == "dictof":
             obj = instance_dict(obj)
             if obj is None:

@@ -17,9 +17,9 @@ from __future__ import annotations
 import collections
 import os
 import sys
-import sysconfig
 import time
 import types
+import weakref
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from .census import mro
@@ -37,17 +37,23 @@ _LEAVES = (str, bytes, int, float, bool, complex, type(None), types.ModuleType, 
 
 
 def library_dirs() -> List[str]:
+    """Where the standard library and installed packages live (not the target's own code).
+
+    From ``sys`` alone: ``sysconfig`` would import a ``_sysconfigdata`` module into the target.
+    """
     dirs = set()
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        path = sysconfig.get_paths().get(key)
-        if path:
-            dirs.add(os.path.abspath(path))
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}:
+        for lib in ("lib", "lib64", "Lib"):
+            dirs.add(os.path.abspath(os.path.join(prefix, lib, version)))
+            dirs.add(os.path.abspath(os.path.join(prefix, lib)))
     for p in sys.path:
         if p.endswith(("site-packages", "dist-packages")):
             dirs.add(os.path.abspath(p))
     return sorted(dirs)
 
 
+_WEAKREF_OFFSET = type.__dict__["__weakrefoffset__"]
 _LIBS = library_dirs()
 _USER: Dict[str, bool] = {}  # module name -> the target's own code (not stdlib, not installed)
 
@@ -141,31 +147,55 @@ def _walk(label: str, origin: Optional[Tuple[str, str]], d: Any, depth: int, tar
 def _walk_items(label: str, origin: Optional[Tuple[str, str]], items: List[Tuple[Any, Any]],
                 depth: int, targets: Set[int], found: Dict[int, Dict[str, Any]],
                 seen: Set[int], budget: List[int], deadline: float) -> None:
-    level: List[Tuple[Any, List[Step]]] = []
+    # (value, steps from the root, anchor): the anchor is the last weak-referenceable object
+    # on the way and how many steps lead to it; from it the path can be followed later
+    level: List[Tuple[Any, List[Step], Any]] = []
     for step, value in items:
         if step[0] == "local":  # a frame local starts the path: file:function:name
-            level.append((value, [("root", step[1])]))
+            level.append((value, [("root", step[1])], None))
         else:
-            level.append((value, [step]))
+            level.append((value, [step], None))
     for d in range(depth):
-        nxt: List[Tuple[Any, List[Step]]] = []
-        for value, steps in level:
+        nxt: List[Tuple[Any, List[Step], Any]] = []
+        for value, steps, anchor in level:
             vid = id(value)
             if vid in targets and vid not in found:
-                root = label
-                if steps and steps[0][0] == "root":
-                    root, steps = f"{label}:{steps[0][1]}", steps[1:]
-                found[vid] = result(root, origin, steps, True)
+                found[vid] = _found(label, origin, steps, anchor)
                 if len(found) == len(targets):
                     return
             if vid in seen or d == depth - 1 or budget[0] <= 0:
                 continue
             seen.add(vid)
             budget[0] -= 1
-            nxt.extend((child, steps + [step]) for step, child in _children(value))
+            kids = _children(value)
+            if kids and kids[0][0][0] == "attr" and _weakrefable(value):
+                anchor = (value, len(steps))
+            nxt.extend((child, steps + [step], anchor) for step, child in kids)
         if not nxt or time.perf_counter() > deadline:
             return
         level = nxt
+
+
+def _found(label: str, origin: Optional[Tuple[str, str]], steps: List[Step],
+           anchor: Any) -> Dict[str, Any]:
+    root = label
+    skip = 0
+    if steps and steps[0][0] == "root":
+        root, steps, skip = f"{label}:{steps[0][1]}", steps[1:], 1
+    res = result(root, origin, steps, True)
+    if res["path"] is None and anchor is not None:
+        obj, at = anchor
+        rest = steps[at - skip:]
+        if all(s[0] in ("key", "attr") for s in rest):
+            res["anchor"] = (weakref.ref(obj), [list(s) for s in rest])
+    return res
+
+
+def _weakrefable(value: Any) -> bool:
+    try:
+        return bool(_WEAKREF_OFFSET.__get__(type(value), type))
+    except Exception:  # noqa: BLE001
+        return False
 
 
 def _children(value: Any) -> List[Tuple[Step, Any]]:

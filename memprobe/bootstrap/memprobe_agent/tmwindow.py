@@ -11,30 +11,15 @@ a leak allocates. ``always`` traces the whole run in back-to-back windows;
 from __future__ import annotations
 
 import os
-import sys
-import sysconfig
 import tracemalloc
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
+
+from .roots import library_dirs
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 NFRAMES = 8
 TOP_LINES = 10
 TOP_TRACEBACKS = 5
-
-
-def _library_dirs() -> List[str]:
-    dirs = set()
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        try:
-            path = sysconfig.get_paths().get(key)
-        except Exception:  # noqa: BLE001
-            path = None
-        if path:
-            dirs.add(os.path.abspath(path))
-    for p in sys.path:
-        if p.endswith(("site-packages", "dist-packages")):
-            dirs.add(os.path.abspath(p))
-    return sorted(dirs)
 
 
 class TraceWindow:
@@ -49,7 +34,7 @@ class TraceWindow:
         self.start_step = 0
         self.start_t = 0.0
         self.windows = 0
-        self._libs = _library_dirs()
+        self._libs = library_dirs()
 
     def begin(self, step: int, now: float) -> bool:
         """Start a window (clears any earlier traces of ours). False if tracemalloc is not ours."""

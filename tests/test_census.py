@@ -1,0 +1,214 @@
+"""The agent's census, graph walk, holder search and container tracker, in-process."""
+
+from __future__ import annotations
+
+import collections
+import sys
+import time
+import types
+from typing import Any, Dict, List
+
+import pytest
+
+from memprobe.bootstrap.memprobe_agent import census, containers, graphs, holders, roots
+
+torch = pytest.importorskip("torch")
+
+FAR = 10.0  # a deadline far enough not to cut anything in these small heaps
+
+
+def _take(**kw: Any) -> Dict[str, Any]:
+    return census.take(kw.get("max_objects", 5_000_000), kw.get("min_len", 4), FAR)
+
+
+class Widget:
+    pass
+
+
+def test_counts_by_qualified_type() -> None:
+    # GIVEN 500 live instances of a local class
+    keep = [Widget() for _ in range(500)]
+    # WHEN a census is taken
+    res = _take()
+    # THEN the full count table has them under their qualified name
+    counts = res["payload"]["_counts"]
+    assert counts[f"{__name__}.Widget"] >= 500
+    assert res["payload"]["stride"] == 1
+    del keep
+
+
+def test_huge_heap_is_sampled_and_scaled() -> None:
+    # GIVEN a census capped far below the heap's size
+    keep = [Widget() for _ in range(20_000)]
+    res = _take(max_objects=50_000)
+    # THEN it counted every k-th object and scaled the counts back up
+    payload = res["payload"]
+    assert payload["stride"] > 1
+    assert payload["objects_total"] > 50_000
+    assert 15_000 <= payload["_counts"][f"{__name__}.Widget"] <= 25_000
+    del keep
+
+
+def test_tensor_bytes_count_shared_storage_once() -> None:
+    # GIVEN one 1 MiB float32 tensor and three views of it, and a parameter
+    base = torch.zeros(256, 1024)
+    views = [base[:10], base.t(), base.view(-1)]
+    param = torch.nn.Parameter(torch.zeros(1000))
+    res_with = _take()
+    del base, views
+    res_without = _take()
+    # THEN the storage counts once (1 MiB), the parameter's 4000 bytes are parameter bytes
+    grown = res_with["v"]["tensors:cpu_bytes"] - res_without["v"]["tensors:cpu_bytes"]
+    assert grown == 256 * 1024 * 4
+    assert res_with["v"]["tensors:count"] - res_without["v"]["tensors:count"] == 4
+    assert res_with["payload"]["tensors"]["param_bytes"] >= 4000
+    del param
+
+
+def test_retained_graphs_versus_one_growing_graph() -> None:
+    lin = torch.nn.Linear(4, 4)
+    # GIVEN ten losses kept with their graphs (the losses.append(loss) leak)
+    kept = [lin(torch.randn(2, 4)).sum() for _ in range(10)]
+    retained = _take()["v"]
+    del kept
+    # AND a state carried across 30 steps without detach (one ever-growing graph)
+    h = torch.zeros(1, 4)
+    for _ in range(30):
+        h = torch.tanh(lin(h))
+    growing = _take()["payload"]["graphs"]
+    # THEN retained graphs show as many roots with a small largest graph...
+    assert retained["graph:roots"] >= 10
+    assert retained["tensors:grad_fn_count"] >= 10
+    assert retained["graph:largest"] < 15
+    # ...and the carried state as one root whose graph holds every step
+    # (torch keeps each step's output tensor alive inside the graph, so roots grow too, but
+    # the largest graph holds all of them)
+    assert growing["largest"] >= 60
+    assert growing["largest"] > 10 * growing["mean_per_root"]
+    assert growing["largest_root_type"] == "TanhBackward0"
+    del h
+
+
+def test_graph_walk_is_bounded() -> None:
+    lin = torch.nn.Linear(2, 2)
+    h = torch.zeros(1, 2)
+    for _ in range(200):
+        h = lin(h)
+    stats = graphs.graph_stats([h.grad_fn], deadline=time.perf_counter() + FAR, max_nodes=50)
+    assert stats["truncated"] and stats["nodes"] == 50
+
+
+class Tripwire:
+    """Every attribute access through the instance is recorded."""
+
+    touched: List[str] = []
+
+    def __getattribute__(self, name: str) -> Any:
+        Tripwire.touched.append(name)
+        return object.__getattribute__(self, name)
+
+    def __getattr__(self, name: str) -> Any:
+        Tripwire.touched.append(name)
+        raise AttributeError(name)
+
+
+class Meta(type):
+    @property
+    def __module__(cls) -> str:  # type: ignore[override]
+        Tripwire.touched.append("metaclass")
+        return "nope"
+
+
+class Odd(metaclass=Meta):
+    pass
+
+
+def test_census_and_holders_run_no_target_code() -> None:
+    # GIVEN objects whose attribute access (and whose metaclass) would record being touched,
+    # some of them in a growing container held by a module global
+    mod = types.ModuleType("tripwire_mod")
+    mod.items = [Tripwire() for _ in range(10)] + [Odd() for _ in range(10)]  # type: ignore[attr-defined]
+    mod.holder = Tripwire()  # type: ignore[attr-defined]
+    sys.modules["tripwire_mod"] = mod
+    Tripwire.touched.clear()
+    try:
+        # WHEN a census runs and holders are looked for
+        res = _take()
+        roots.search({id(mod.items)}, time.perf_counter() + FAR)  # type: ignore[attr-defined]
+        holders.find_holders([mod.items], time.perf_counter() + 1.0, set())  # type: ignore[attr-defined]
+        del res
+    finally:
+        del sys.modules["tripwire_mod"]
+    # THEN no attribute was asked of them: type() and type's own descriptors only
+    assert Tripwire.touched == []
+
+
+def test_holder_paths_from_recognisable_roots() -> None:
+    # GIVEN a module global, an attribute of a module-level object, a class attribute
+    mod = types.ModuleType("holders_demo")
+    mod.__file__ = "/srv/project/holders_demo.py"  # the target's own code, not a library
+    trainer = types.SimpleNamespace()
+    trainer.actor_losses = [1.0] * 5
+    mod.losses = [0] * 5  # type: ignore[attr-defined]
+    mod.trainer = trainer  # type: ignore[attr-defined]
+
+    class Registry:
+        entries: List[Any] = [None] * 5
+
+    mod.Registry = Registry  # type: ignore[attr-defined]
+    sys.modules["holders_demo"] = mod
+    history = [0] * 5  # a frame local
+    try:
+        want = [id(mod.losses), id(trainer.actor_losses), id(history)]  # type: ignore[attr-defined]
+        found = roots.search(set(want), time.perf_counter() + FAR)
+        by_class = holders.find_holders([Registry.entries], time.perf_counter() + FAR, set())
+        again = holders.resolve(found[want[1]]["path"])
+    finally:
+        del sys.modules["holders_demo"]
+    # THEN each path reads like the code that holds it
+    assert found[want[0]]["holder"] == "holders_demo.losses"
+    assert found[want[1]]["holder"] == "holders_demo.trainer.actor_losses"
+    assert found[want[2]]["holder"] == (
+        "test_census.py:test_holder_paths_from_recognisable_roots:history"
+    )
+    assert by_class[0]["holder"].endswith("Registry.entries")
+    # AND a module-rooted path can be followed again without a heap scan
+    assert again is trainer.actor_losses
+
+
+def test_tracker_names_a_growing_container_and_polls_it() -> None:
+    mod = types.ModuleType("tracker_demo")
+    mod.events = [{"i": i} for i in range(5)]  # type: ignore[attr-defined]
+    mod.values = [0.5] * 5  # type: ignore[attr-defined]
+    sys.modules["tracker_demo"] = mod
+    try:
+        tracker = containers.ContainerTracker()
+        # GIVEN a first census, then both lists grow
+        first = _take()
+        tracker.update(first["containers"], first["lengths"], 1, time.perf_counter() + FAR, set())
+        del first
+        mod.events.extend({"i": i} for i in range(40))  # type: ignore[attr-defined]
+        mod.values.extend([0.5] * 40)  # type: ignore[attr-defined]
+        second = _take()
+        v, entries = tracker.update(second["containers"], second["lengths"], 41,
+                                    time.perf_counter() + FAR, set())
+        del second
+        mod.events.append({"i": -1})  # type: ignore[attr-defined]
+        polled = tracker.poll()
+    finally:
+        del sys.modules["tracker_demo"]
+    # THEN the list of dicts is a signal with its holder and element type...
+    assert v["container:tracker_demo.events:len"] == 45
+    entry = next(e for e in entries if e["holder"] == "tracker_demo.events")
+    assert entry["grew"] == 40 and entry["elem_types"] == ["dict"]
+    assert polled["container:tracker_demo.events:len"] == 46
+    # ...while the list of plain floats is reported but makes no signal (a few bytes a step)
+    floats = next(e for e in entries if e["holder"] == "tracker_demo.values")
+    assert floats["scalar"] is True
+    assert "container:tracker_demo.values:len" not in v
+
+
+def test_elem_types_reads_only_types() -> None:
+    assert census.elem_types(collections.deque([1, "a", Widget()])) == [
+        "int", "str", f"{__name__}.Widget"]
+    assert census.elem_types({"a": 1.0}) == ["float"]
