@@ -108,7 +108,7 @@ class RunState:
         p = self.proc(pid)
         kind = msg.get("k")
         if kind == wire.K_HEADER:
-            p.header = msg
+            p.header = _typed_header(msg)
             p.has_agent = True
             ppid = msg.get("ppid")
             p.ppid = ppid if isinstance(ppid, int) else None
@@ -368,6 +368,41 @@ def _opt_int(v: Any) -> Optional[int]:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
+def _num(v: Any, default: float = 0.0) -> float:
+    """A finite number from a line, or ``default`` (lines are data, never trusted)."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        try:
+            f = float(v)
+        except OverflowError:
+            return default
+        return f if f == f and f not in (float("inf"), float("-inf")) else default
+    return default
+
+
+# header fields and the type each must have; a line with another type loses the field
+_HEADER_TYPES: Dict[str, Any] = {
+    "argv": list, "orig_argv": list, "python": str, "executable": str, "cwd": str,
+    "wall_t0": float, "t0": float, "pid": int, "ppid": int, "rank": int, "local_rank": int,
+    "world_size": int, "local_world_size": int, "group_rank": int, "worker_id": int,
+    "forked_from": int,
+}
+
+
+def _typed_header(msg: Dict[str, Any]) -> Dict[str, Any]:
+    out = dict(msg)
+    for key, typ in _HEADER_TYPES.items():
+        v = out.get(key)
+        if v is None:
+            continue
+        if typ is float and isinstance(v, int) and not isinstance(v, bool):
+            out[key] = v = _num(v)
+        if not isinstance(v, typ) or isinstance(v, bool) or (typ is float and _num(v, -1.0) != v):
+            del out[key]
+        elif typ is list:
+            out[key] = [str(a) for a in v]
+    return out
+
+
 def _downsample(buf: SeriesBuf, max_points: int = MAX_POINTS) -> Series:
     """Keep at most max_points, keeping each bucket's floor and peak in time order."""
     n = len(buf.value)
@@ -417,10 +452,11 @@ def rebuild(run_dir: str) -> RunRecord:
             elif m["k"] == wire.K_EXIT:
                 exit_msg = m
     state = RunState(
-        command=[str(a) for a in meta.get("command", [])],
+        command=[str(a) for a in meta.get("command", [])] if isinstance(meta.get("command"), list)
+        else [],
         cwd=str(meta.get("cwd", "")),
-        started_at=float(meta.get("started_at", 0.0) or 0.0),
-        limits=Limits(**meta["limits"]) if isinstance(meta.get("limits"), dict) else Limits(),
+        started_at=_num(meta.get("started_at")),
+        limits=_limits(meta.get("limits")),
     )
     last_t = 0.0
     for pid, path in procs:
@@ -428,24 +464,30 @@ def rebuild(run_dir: str) -> RunRecord:
         state.garbage_lines += bad
         for m in msgs:
             state.ingest(pid, m)
+    readable = any(p.has_agent or p.series for p in state.procs.values())
+    if not (meta or exit_msg or outside or readable):
+        raise RecordError(f"{run_dir} holds no readable memprobe data "
+                          f"({state.garbage_lines} unreadable line(s))")
     if not state.started_at:
         walls = [p.header.get("wall_t0") for p in state.procs.values()]
         state.started_at = min((w for w in walls if isinstance(w, float)), default=0.0)
     for m in outside:
         if isinstance(m.get("pid"), int) and isinstance(m.get("v"), dict):
             argv = m.get("argv") if isinstance(m.get("argv"), list) else None
-            state.ingest_outside(m["pid"], float(m.get("t", 0.0)), m["v"], m.get("ppid"), argv)
+            state.ingest_outside(m["pid"], _num(m.get("t")), m["v"], _opt_int(m.get("ppid")), argv)
     for m in parent_events:
-        state.event(float(m.get("t", 0.0)), m.get("pid"), str(m.get("kind")), str(m.get("message")))
+        state.event(_num(m.get("t")), _opt_int(m.get("pid")), str(m.get("kind")),
+                    str(m.get("message")))
     for p in state.procs.values():
         last_t = max(last_t, p.last_t)
     if exit_msg:
+        oom = exit_msg.get("oom_killed")
         exit = ExitInfo(
-            code=exit_msg.get("code"),
-            signal=exit_msg.get("signal"),
-            oom_killed=exit_msg.get("oom_killed"),
+            code=_opt_int(exit_msg.get("code")),
+            signal=_opt_int(exit_msg.get("signal")),
+            oom_killed=oom if isinstance(oom, bool) else None,
         )
-        duration = float(exit_msg.get("duration_s", last_t) or last_t)
+        duration = _num(exit_msg.get("duration_s"), last_t) or last_t
     else:
         exit = ExitInfo()
         duration = last_t
@@ -459,6 +501,16 @@ def rebuild(run_dir: str) -> RunRecord:
     if not state.command:
         state.command = _first_argv(state)
     return state.build(exit, duration)
+
+
+def _limits(raw: Any) -> Limits:
+    if not isinstance(raw, dict):
+        return Limits()
+    gpu = raw.get("gpu_bytes")
+    return Limits(ram_bytes=_opt_int(raw.get("ram_bytes")),
+                  ram_source=str(raw.get("ram_source", "unknown")),
+                  gpu_bytes=[g for g in gpu if _opt_int(g) is not None]
+                  if isinstance(gpu, list) else [])
 
 
 def _first_argv(state: RunState) -> List[str]:

@@ -83,14 +83,43 @@ def check_command(command: List[str], script: Optional[str]) -> None:
             raise LaunchError(f"{script} is a directory without __main__.py")
     elif shutil.which(command[0]) is None:
         raise LaunchError(f"command not found: {command[0]}")
-    flags = {a for a in command[1:3] if a.startswith("-") and not a.startswith("--")}
-    if os.path.basename(command[0]).startswith("python") and any(
-        f in ("-I", "-S") or ("I" in f[1:] and f[1:].isalpha()) for f in flags
-    ):
-        raise LaunchError(
-            "python -I / -S skip PYTHONPATH or site, so memprobe's agent cannot load; "
-            "drop the flag (memprobe would only see RSS from outside)"
-        )
+    if os.path.basename(command[0]).startswith("python"):
+        flag = _agentless_python_flag(command[1:])
+        if flag is not None:
+            raise LaunchError(
+                f"python -{flag} {_AGENTLESS_FLAGS[flag]}, so memprobe's agent cannot load; "
+                "drop the flag (PYTHONSAFEPATH=1 / -P work)"
+            )
+
+
+# Interpreter flags that keep the bootstrap's sitecustomize from running.
+_AGENTLESS_FLAGS = {
+    "I": "(isolated mode) ignores PYTHONPATH and skips sitecustomize",
+    "E": "ignores PYTHONPATH",
+    "S": "skips the site module and with it sitecustomize",
+}
+
+
+def _agentless_python_flag(args: List[str]) -> Optional[str]:
+    """The first of -I/-E/-S among python's own options (``-uI``, ``-X dev -S`` too)."""
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--" or arg == "-" or not arg.startswith("-"):
+            return None  # the script (or stdin): python's own options end here
+        if arg.startswith("--"):
+            i += 2 if arg == "--check-hash-based-pycs" else 1
+            continue
+        for j, ch in enumerate(arg[1:], 1):
+            if ch in _AGENTLESS_FLAGS:
+                return ch
+            if ch in "cm":
+                return None  # -c CMD / -m MOD: the rest belongs to the program
+            if ch in "WX":  # -W ARG / -X OPT, attached or as the next word
+                i += 1 if j == len(arg) - 1 else 0
+                break
+        i += 1
+    return None
 
 
 def default_python() -> str:
@@ -149,9 +178,9 @@ class _Journal:
     """The parent's own lines in the run folder, so the folder alone rebuilds the record."""
 
     def __init__(self, run_dir: str) -> None:
-        self._f: Optional[IO[str]] = open(  # noqa: SIM115
-            os.path.join(run_dir, PARENT_FILE), "a", encoding="utf-8"
-        )
+        fd = os.open(os.path.join(run_dir, PARENT_FILE), os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+                     0o600)  # like the agents' files: the run's data is the user's alone
+        self._f: Optional[IO[str]] = open(fd, "a", encoding="utf-8")  # noqa: SIM115
 
     def write(self, message: Dict[str, Any]) -> None:
         if self._f is None:

@@ -12,6 +12,7 @@ Nothing in a record is ever executed or unpickled: it is plain JSON.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from dataclasses import asdict, dataclass, field
@@ -48,6 +49,9 @@ class Series:
             "series fields must be lists",
         )
         _require(len(t) == len(value) == len(step), "series lists have different lengths")
+        _require(all(_is_num(x) for x in t) and all(_is_num(x) for x in value),
+                 "series times and values must be numbers")
+        _require(all(x is None or _is_int(x) for x in step), "series steps must be integers")
         return Series(step=step, t=t, value=value)
 
 
@@ -93,7 +97,7 @@ class Process:
     @staticmethod
     def from_json(d: Any) -> Process:
         _require(isinstance(d, dict), "a process entry is not an object")
-        _require(isinstance(d.get("pid"), int), "a process entry has no integer pid")
+        _require(_is_int(d.get("pid")), "a process entry has no integer pid")
         series_raw = d.get("series", {})
         _require(isinstance(series_raw, dict), "process series is not an object")
         census = d.get("census", [])
@@ -104,12 +108,12 @@ class Process:
             role=str(d.get("role", "main")),
             rank=_opt_int(d.get("rank")),
             worker_id=_opt_int(d.get("worker_id")),
-            argv=[str(a) for a in d.get("argv", []) or []],
+            argv=_str_list(d.get("argv")),
             python=_opt_str(d.get("python")),
-            started_at=d.get("started_at"),
+            started_at=_opt_float(d.get("started_at")),
             ended=_opt_str(d.get("ended")),
             has_agent=bool(d.get("has_agent", True)),
-            steps=int(d.get("steps", 0) or 0),
+            steps=_opt_int(d.get("steps")) or 0,
             series={str(k): Series.from_json(v) for k, v in series_raw.items()},
             census=[c for c in census if isinstance(c, dict)],
             local_rank=_opt_int(d.get("local_rank")),
@@ -161,10 +165,10 @@ class Finding:
             signal=d["signal"],
             pid=_opt_int(d.get("pid")),
             verdict=str(d.get("verdict", "inconclusive")),
-            slope_per_step=d.get("slope_per_step"),
-            slope_per_s=d.get("slope_per_s"),
+            slope_per_step=_opt_float(d.get("slope_per_step")),
+            slope_per_s=_opt_float(d.get("slope_per_s")),
             unit=str(d.get("unit", "bytes")),
-            confidence=float(d.get("confidence", 0.0) or 0.0),
+            confidence=_opt_float(d.get("confidence")) or 0.0,
             projected_oom=d.get("projected_oom")
             if isinstance(d.get("projected_oom"), dict)
             else None,
@@ -214,6 +218,17 @@ class RunRecord:
 
     @staticmethod
     def from_json(d: Any) -> RunRecord:
+        """The record in ``d``, or RecordError (one line) for anything that is not one."""
+        try:
+            return RunRecord._from_json(d)
+        except RecordError:
+            raise
+        except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as e:
+            first = (str(e).splitlines() or [""])[0][:200]
+            raise RecordError(f"malformed run record ({type(e).__name__}: {first})") from None
+
+    @staticmethod
+    def _from_json(d: Any) -> RunRecord:
         _require(isinstance(d, dict), "the top level is not a JSON object")
         schema = d.get("schema")
         _require(isinstance(schema, str), "no 'schema' field: not a memprobe run record")
@@ -229,15 +244,19 @@ class RunRecord:
         exit_raw = d.get("exit") or {}
         limits_raw = d.get("limits") or {}
         _require(isinstance(exit_raw, dict) and isinstance(limits_raw, dict), "bad exit/limits")
+        for key in ("command", "events", "findings"):
+            _require(isinstance(d.get(key, []), list), f"{key!r} is not a list")
+        for key in ("started_at", "duration_s"):
+            _require(_is_num(d.get(key, 0.0)), f"{key!r} is not a number")
         oom = exit_raw.get("oom_killed")
         gpu = limits_raw.get("gpu_bytes") or []
         return RunRecord(
             schema=schema,
             memprobe_version=str(d.get("memprobe_version", "")),
-            command=[str(a) for a in d.get("command", []) or []],
+            command=_str_list(d.get("command")),
             cwd=str(d.get("cwd", "")),
-            started_at=float(d.get("started_at", 0.0) or 0.0),
-            duration_s=float(d.get("duration_s", 0.0) or 0.0),
+            started_at=_opt_float(d.get("started_at")) or 0.0,
+            duration_s=_opt_float(d.get("duration_s")) or 0.0,
             exit=ExitInfo(
                 code=_opt_int(exit_raw.get("code")),
                 signal=_opt_int(exit_raw.get("signal")),
@@ -246,21 +265,21 @@ class RunRecord:
             limits=Limits(
                 ram_bytes=_opt_int(limits_raw.get("ram_bytes")),
                 ram_source=str(limits_raw.get("ram_source", "unknown")),
-                gpu_bytes=[int(g) for g in gpu if isinstance(g, (int, float))],
+                gpu_bytes=[g for g in (_opt_int(x) for x in _list(gpu)) if g is not None],
             ),
             x_axis=str(d.get("x_axis", "time")),
             processes=[Process.from_json(p) for p in procs],
             events=[
                 Event(
-                    t=float(e.get("t", 0.0) or 0.0),
+                    t=_opt_float(e.get("t")) or 0.0,
                     pid=_opt_int(e.get("pid")),
                     kind=str(e.get("kind", "")),
                     message=str(e.get("message", "")),
                 )
-                for e in d.get("events", []) or []
+                for e in _list(d.get("events"))
                 if isinstance(e, dict)
             ],
-            findings=[Finding.from_json(f) for f in d.get("findings", []) or []],
+            findings=[Finding.from_json(f) for f in _list(d.get("findings"))],
             verdict=str(d.get("verdict", "inconclusive")),
             signals=d.get("signals") if isinstance(d.get("signals"), dict) else {},
         )
@@ -271,8 +290,36 @@ def _require(cond: bool, message: str) -> None:
         raise RecordError(message)
 
 
+def _is_num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
 def _opt_int(v: Any) -> Optional[int]:
-    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    if _is_int(v):
+        return int(v)
+    return int(v) if isinstance(v, float) and math.isfinite(v) else None
+
+
+def _opt_float(v: Any) -> Optional[float]:
+    """A number as float; anything else (text, lists, ints too big for a float) as None."""
+    if not _is_num(v):
+        return None
+    try:
+        return float(v)
+    except OverflowError:
+        return None
+
+
+def _list(v: Any) -> List[Any]:
+    return v if isinstance(v, list) else []
+
+
+def _str_list(v: Any) -> List[str]:
+    return [str(a) for a in _list(v)]
 
 
 def _opt_str(v: Any) -> Optional[str]:
@@ -317,10 +364,15 @@ def load(path: str) -> RunRecord:
 def save(record: RunRecord, path: str) -> None:
     """Write atomically (temp file + rename) with mode 0600: never a half-written run.json."""
     directory = os.path.dirname(os.path.abspath(path))
+    data = record.to_json()
+    try:
+        text = json.dumps(data, separators=(",", ":"), allow_nan=False, default=_nan)
+    except ValueError:  # a NaN/inf from analysis must not cost the run: write it as null
+        text = json.dumps(_finite(data), separators=(",", ":"), allow_nan=False, default=_nan)
     fd, tmp = tempfile.mkstemp(prefix=".memprobe-", suffix=".json.tmp", dir=directory)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(record.to_json(), f, separators=(",", ":"), allow_nan=False, default=_nan)
+            f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o600)
@@ -335,6 +387,17 @@ def save(record: RunRecord, path: str) -> None:
 
 def _nan(o: Any) -> Any:
     return str(o)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by None (JSON has no NaN)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def schema_path() -> str:

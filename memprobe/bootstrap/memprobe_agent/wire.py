@@ -113,7 +113,7 @@ def decode_lines(data: bytes) -> Tuple[List[Dict[str, Any]], bytes, int]:
             continue
         try:
             obj = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, RecursionError):  # RecursionError: "[[[[..." nested too deep
             bad += 1
             continue
         if isinstance(obj, dict) and isinstance(obj.get("k"), str):

@@ -1,0 +1,233 @@
+"""End to end: the target dies, is interrupted or misbehaves; the run record survives.
+
+Every test runs the real CLI (``python -m memprobe run``) on a small script from
+tests/scripts/ and asserts on the run record it wrote.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict
+
+import pytest
+from faultutil import (
+    TARGET,
+    memprobe_lines,
+    pid_alive,
+    rss_points,
+    run_plain,
+    start_cli,
+    target_args,
+    wait_for,
+    wait_ready,
+)
+
+from conftest import cli_env, load, run_cli, validate
+from memprobe.limits import oom_kill_count
+
+OOM_READABLE = oom_kill_count() is not None
+
+
+def _finish(proc: subprocess.Popen[str], timeout: float = 60) -> tuple[int, str, str]:
+    out, err = proc.communicate(timeout=timeout)
+    return proc.returncode, out, err
+
+
+def _assert_signal_record(record: Dict[str, Any], sig: int) -> None:
+    assert record["exit"]["signal"] == sig
+    assert record["exit"]["code"] is None
+    kinds = [e["kind"] for e in record["events"]]
+    assert "signal" in kinds, kinds
+
+
+def test_target_sigkilled_mid_run(tmp_path: Path, schema: dict) -> None:
+    # GIVEN a target that steps and grows until killed
+    out, ready = tmp_path / "r.json", tmp_path / "ready"
+    proc = start_cli(target_args(out, ready, 30, "wait"), tmp_path)
+    pid = wait_ready(ready, proc)
+    # WHEN it is SIGKILLed (what the OOM killer does)
+    os.kill(pid, signal.SIGKILL)
+    code, _, err = _finish(proc)
+    # THEN memprobe exits 128+9 and writes a complete, valid record up to the kill
+    assert code == 128 + 9, err
+    record = load(out)
+    validate(record, schema)
+    _assert_signal_record(record, 9)
+    # not an OOM kill: the cgroup counter did not rise (None where it cannot be read)
+    assert record["exit"]["oom_killed"] is (False if OOM_READABLE else None)
+    rss = rss_points(record)
+    assert len(rss) >= 5 and rss[-1] > rss[0]
+    main = [p for p in record["processes"] if p["role"] == "main"][0]
+    assert main["ended"] == "vanished"  # no exit line: it never got to say goodbye
+    assert main["steps"] >= 10  # the last sample before the kill: steps are sampled
+    assert any("killed by signal 9" in line for line in memprobe_lines(err)), err
+    assert not out.with_suffix(".run").exists()  # run folder removed once the record is safe
+
+
+def test_segfault(tmp_path: Path, schema: dict) -> None:
+    out, ready = tmp_path / "r.json", tmp_path / "ready"
+    proc = run_cli(target_args(out, ready, 25, "segv"), cwd=tmp_path, timeout=60)
+    assert proc.returncode == 128 + signal.SIGSEGV, proc.stderr
+    record = load(out)
+    validate(record, schema)
+    _assert_signal_record(record, signal.SIGSEGV)
+    assert len(rss_points(record)) >= 5
+
+
+def test_os_exit_code(tmp_path: Path, schema: dict) -> None:
+    out, ready = tmp_path / "r.json", tmp_path / "ready"
+    proc = run_cli(target_args(out, ready, 25, "os_exit:7"), cwd=tmp_path, timeout=60)
+    assert proc.returncode == 7, proc.stderr
+    record = load(out)
+    validate(record, schema)
+    assert record["exit"] == {
+        "code": 7,
+        "signal": None,
+        "oom_killed": False if OOM_READABLE else None,
+    }
+    main = [p for p in record["processes"] if p["role"] == "main"][0]
+    assert main["ended"] == "vanished"  # os._exit skips atexit: no exit line, still a record
+    assert main["steps"] >= 10
+
+
+@pytest.mark.parametrize("then", ["raise", "sysexit_msg"])
+def test_uncaught_exception_and_exit_message_as_a_plain_run(
+    tmp_path: Path, schema: dict, then: str
+) -> None:
+    # GIVEN a target that ends with an uncaught exception / sys.exit("msg")
+    out, ready = tmp_path / "r.json", tmp_path / "ready"
+    proc = run_cli(target_args(out, ready, 25, then), cwd=tmp_path, timeout=60)
+    plain = run_plain([str(TARGET), str(tmp_path / "ready2"), "25", then], cwd=tmp_path)
+    # THEN memprobe exits 1 like the plain run, and the target's stderr is exactly the plain one
+    assert plain.returncode == 1
+    assert proc.returncode == 1, proc.stderr
+    target_err = "\n".join(
+        line for line in proc.stderr.splitlines() if not line.startswith("memprobe")
+    )
+    assert target_err.strip() == plain.stderr.strip()
+    record = load(out)
+    validate(record, schema)
+    assert record["exit"]["code"] == 1
+    main = [p for p in record["processes"] if p["role"] == "main"][0]
+    assert main["ended"] == "exit"
+
+
+def test_ctrl_c_reaches_the_target_and_memprobe_keeps_the_run(tmp_path: Path, schema: dict) -> None:
+    # GIVEN memprobe and its target in one process group, as in a terminal
+    out, ready = tmp_path / "r.json", tmp_path / "ready"
+    proc = start_cli(target_args(out, ready, 30, "wait"), tmp_path)
+    wait_ready(ready, proc)
+    # WHEN Ctrl-C is pressed (SIGINT to the whole group)
+    os.killpg(proc.pid, signal.SIGINT)
+    code, _, err = _finish(proc)
+    # THEN the target dies of KeyboardInterrupt as it would alone (Python re-raises SIGINT),
+    # memprobe survives it, writes the record and exits 128+2
+    assert "KeyboardInterrupt" in err
+    assert code == 128 + signal.SIGINT, err
+    record = load(out)
+    validate(record, schema)
+    _assert_signal_record(record, signal.SIGINT)
+    assert len(rss_points(record)) >= 5
+
+
+def test_ctrl_c_handled_by_the_target_gives_its_exit_code(tmp_path: Path, schema: dict) -> None:
+    out, ready = tmp_path / "r.json", tmp_path / "ready"
+    proc = start_cli(target_args(out, ready, 30, "sigint_catch:3"), tmp_path)
+    wait_ready(ready, proc)
+    os.killpg(proc.pid, signal.SIGINT)
+    code, stdout, err = _finish(proc)
+    # THEN exactly one KeyboardInterrupt reached the target (SIGINT is not forwarded twice)
+    assert stdout.count("caught KeyboardInterrupt") == 1
+    assert code == 3, err
+    record = load(out)
+    validate(record, schema)
+    assert record["exit"]["code"] == 3 and record["exit"]["signal"] is None
+    assert [p for p in record["processes"] if p["role"] == "main"][0]["ended"] == "exit"
+
+
+def test_sigterm_to_memprobe_is_forwarded(tmp_path: Path, schema: dict) -> None:
+    out, ready = tmp_path / "r.json", tmp_path / "ready"
+    proc = start_cli(target_args(out, ready, 30, "wait"), tmp_path)
+    pid = wait_ready(ready, proc)
+    # WHEN only memprobe gets SIGTERM (a job scheduler, `kill PID`)
+    os.kill(proc.pid, signal.SIGTERM)
+    code, _, err = _finish(proc)
+    # THEN the target got it too, and the record says so
+    assert code == 128 + signal.SIGTERM, err
+    assert not pid_alive(pid)
+    record = load(out)
+    validate(record, schema)
+    _assert_signal_record(record, signal.SIGTERM)
+
+
+def test_memprobe_sigkilled_target_runs_on_and_the_folder_rebuilds(
+    tmp_path: Path, schema: dict
+) -> None:
+    # GIVEN a run whose memprobe parent is SIGKILLed mid-run
+    out, ready = tmp_path / "r.json", tmp_path / "ready"
+    target_out = tmp_path / "target.out"
+    with open(target_out, "w") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "memprobe", *target_args(out, ready, 150, "exit:0")],
+            cwd=tmp_path,
+            env=cli_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        pid = wait_ready(ready, proc)
+        proc.kill()
+        proc.wait(timeout=10)
+    # THEN the target is not harmed: it runs to its own end (chosen behaviour: memprobe
+    # never takes the target down with it; its files survive the parent)
+    wait_for(lambda: not pid_alive(pid), timeout=60, what="the target to finish")
+    assert "fault_target done" in target_out.read_text()
+    assert not out.exists()
+    run_dir = tmp_path / "r.run"
+    assert run_dir.is_dir()
+    # AND `memprobe report RUN_DIR` rebuilds a valid record from the run folder
+    rep = run_cli(["report", str(run_dir), "--format", "json"], cwd=tmp_path, timeout=60)
+    assert rep.returncode == 0, rep.stderr
+    assert "Traceback" not in rep.stderr
+    from memprobe.collect import rebuild
+
+    record = rebuild(str(run_dir)).to_json()
+    validate(record, schema)
+    main = [p for p in record["processes"] if p["role"] == "main"][0]
+    assert main["pid"] == pid and main["ended"] == "exit" and main["steps"] == 150
+    assert len(main["series"]["rss_bytes"]["value"]) >= 20
+    assert record["exit"] == {"code": None, "signal": None, "oom_killed": None}  # unknown
+    assert "rebuilt" in [e["kind"] for e in record["events"]]
+
+
+@pytest.mark.parametrize("collector", ["rss", "py_blocks", "cuda"])
+def test_failing_collector_is_switched_off_not_the_target(
+    tmp_path: Path, schema: dict, collector: str
+) -> None:
+    # GIVEN a collector made to raise through the test-only switch
+    out, ready = tmp_path / "r.json", tmp_path / "ready"
+    proc = run_cli(
+        target_args(out, ready, 40, "exit:0", "--x-fail-collector", collector),
+        cwd=tmp_path,
+        timeout=60,
+    )
+    # THEN the target is unaffected, the collector is off, and an event says so — once
+    assert proc.returncode == 0, proc.stderr
+    assert "fault_target done" in proc.stdout
+    record = load(out)
+    validate(record, schema)
+    offs = [e for e in record["events"] if e["kind"] == "collector_off"]
+    assert len(offs) == 1, record["events"]
+    assert repr(collector) in offs[0]["message"]
+    main = [p for p in record["processes"] if p["role"] == "main"][0]
+    assert main["steps"] == 40
+    if collector == "py_blocks":
+        assert "py_alloc_blocks" not in main["series"]
+        assert len(main["series"]["rss_bytes"]["value"]) >= 5
+    if collector == "rss":
+        assert "py_alloc_blocks" in main["series"]

@@ -1,0 +1,109 @@
+"""A real OOM kill: memprobe and its target in a memory cgroup with a small limit.
+
+Needs a memory cgroup this test may create a child in (root with cgroup v1, or a delegated
+cgroup v2 subtree); skipped with the reason otherwise. The SIGKILL stand-in for the OOM
+killer runs everywhere (tests/test_faults.py).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator, Tuple
+
+import pytest
+from faultutil import FAST
+
+from conftest import SCRIPTS, cli_env, load, validate
+
+LIMIT = 400 * 1024 * 1024
+
+
+def _own_memory_cgroup() -> Tuple[str, Path]:
+    with open("/proc/self/cgroup") as f:
+        entries = [line.split(":", 2) for line in f.read().splitlines()]
+    for _, controllers, path in entries:
+        if "memory" in controllers.split(","):
+            return "v1", Path("/sys/fs/cgroup/memory") / path.lstrip("/")
+    for _, controllers, path in entries:
+        if controllers == "":
+            return "v2", Path("/sys/fs/cgroup") / path.lstrip("/")
+    raise OSError("no memory cgroup")
+
+
+@pytest.fixture
+def memory_cgroup() -> Iterator[Path]:
+    """A fresh child memory cgroup limited to LIMIT bytes, removed afterwards."""
+    try:
+        version, parent = _own_memory_cgroup()
+        child = parent / f"memprobe-test-{os.getpid()}-{time.monotonic_ns()}"
+        child.mkdir()
+    except OSError as e:
+        pytest.skip(
+            f"cannot create a memory cgroup here ({e}); needs root or a delegated cgroup v2 subtree"
+        )
+    try:
+        if version == "v1":
+            (child / "memory.limit_in_bytes").write_text(str(LIMIT))
+        else:
+            (child / "memory.max").write_text(str(LIMIT))
+            (child / "memory.swap.max").write_text("0")
+    except OSError as e:
+        child.rmdir()
+        pytest.skip(f"cannot set a memory limit on {child} ({e})")
+    yield child
+    for _ in range(100):  # the kernel frees the cgroup once its last process is reaped
+        try:
+            child.rmdir()
+            break
+        except OSError:
+            time.sleep(0.1)
+
+
+def test_real_oom_kill_is_recorded_with_the_climb(
+    tmp_path: Path, schema: dict, memory_cgroup: Path
+) -> None:
+    # GIVEN memprobe and a target that grows 8 MiB per step, both in a 400 MiB cgroup
+    out = tmp_path / "r.json"
+    join = f'echo $$ > {memory_cgroup / "cgroup.procs"} && exec "$@"'
+    proc = subprocess.run(
+        [
+            "sh",
+            "-c",
+            join,
+            "sh",
+            sys.executable,
+            "-m",
+            "memprobe",
+            "run",
+            "-o",
+            str(out),
+            *FAST,
+            str(SCRIPTS / "fault_oom.py"),
+        ],
+        cwd=tmp_path,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    # THEN the kernel's OOM killer ended the target (not memprobe), and the record says so
+    assert proc.returncode == 128 + 9, proc.stderr
+    assert "never killed" not in proc.stdout
+    record = load(out)
+    validate(record, schema)
+    assert record["exit"] == {"code": None, "signal": 9, "oom_killed": True}
+    assert record["limits"]["ram_bytes"] == LIMIT
+    assert record["limits"]["ram_source"] == "cgroup"
+    assert any("OOM killer" in e["message"] for e in record["events"] if e["kind"] == "signal")
+    assert "(OOM killer)" in proc.stderr
+    # AND it holds the climb up to the kill: RSS rose by hundreds of MiB, close to the limit
+    main = [p for p in record["processes"] if p["role"] == "main"][0]
+    rss = main["series"]["rss_bytes"]["value"]
+    assert len(rss) >= 10
+    assert max(rss) - rss[0] > 150 * 1024 * 1024
+    assert max(rss) > 0.5 * LIMIT
+    assert main["steps"] >= 10 and main["ended"] == "vanished"
