@@ -91,6 +91,8 @@ class TreeSampler:
         now = time.monotonic()
         try:
             with proc.oneshot():
+                if proc.status() == psutil.STATUS_ZOMBIE:
+                    return None  # exited, not yet reaped: its memory reads as 0, not a sample
                 values: Dict[str, float] = {wire.RSS: float(proc.memory_info().rss)}
                 ppid = proc.ppid()
         except psutil.Error:  # gone between the listing and the read, or not ours to read

@@ -1,4 +1,4 @@
-"""A training loop that starts helpers with subprocess: a Python child that leaks
+"""A (pure Python) training loop that starts helpers with subprocess: a Python child that leaks
 (an "exporter" keeping every record it writes) and a non-Python one (``sleep``).
 
 The Python child gets its own memprobe agent through the inherited environment;
@@ -9,6 +9,13 @@ import argparse
 import subprocess
 import sys
 import time
+
+try:
+    from memprobe import step as mark_step
+except ImportError:  # running without memprobe installed: nothing to mark
+
+    def mark_step() -> None:
+        pass
 
 
 def child(seconds: float) -> None:
@@ -28,23 +35,17 @@ def main() -> None:
     if args.child:
         child(args.seconds)
         return
-    import torch
-    from torch import nn
-
-    torch.set_num_threads(1)
     exporter = subprocess.Popen([sys.executable, __file__, "--child", "--seconds",
                                  str(args.seconds)])
     sleeper = subprocess.Popen(["sleep", str(args.seconds)])
-    model = nn.Linear(32, 1)
-    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+    weights = [0.0] * 256
     t0 = time.monotonic()
     step = 0
     while time.monotonic() - t0 < args.seconds:
-        x = torch.randn(16, 32)
-        optimizer.zero_grad()
-        nn.functional.mse_loss(model(x), x[:, :1]).backward()
-        optimizer.step()
+        batch = [float(i % 7) for i in range(256)]
+        weights = [w - 1e-3 * (w - b) for w, b in zip(weights, batch)]  # a bounded update
         step += 1
+        mark_step()
         time.sleep(0.02)
     print(f"main: {step} steps; exporter exit {exporter.wait()}, sleep exit {sleeper.wait()}")
 

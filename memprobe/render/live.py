@@ -18,9 +18,9 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from memprobe.bootstrap.memprobe_agent import wire
 from memprobe.collect import ProcState, RunState
 from memprobe.render.fmt import fmt_bytes, safe_text, sparkline
+from memprobe.render.livegroups import Row, process_rows
 
 # (pid, signal) -> (verdict, rate text); filled by the live judge when analysis is available
 Verdicts = Dict[Tuple[int, str], Tuple[str, str]]
@@ -50,21 +50,6 @@ MAX_ROWS = 16
 MAX_SIGNAL_ROWS = 8
 
 
-def _steps_per_s(p: ProcState) -> Optional[float]:
-    buf = p.series.get(wire.RSS)
-    if buf is None:
-        return None
-    pts = [(t, s) for s, t in zip(buf.step, buf.t) if s is not None]
-    if len(pts) < 2:
-        return None
-    t_end, s_end = pts[-1]
-    # the oldest point within the last 5 s (or the first point of a shorter run)
-    t_start, s_start = next(((t, s) for t, s in reversed(pts) if t_end - t >= 5.0), pts[0])
-    if t_end <= t_start:
-        return None
-    return (s_end - s_start) / (t_end - t_start)
-
-
 def _rss(p: ProcState) -> List[float]:
     return p.rss().value
 
@@ -76,45 +61,7 @@ def build_table(
     header: Optional[Text] = None,
     signal_rows: Optional[List[SignalRow]] = None,
 ) -> RenderableType:
-    roles = state.roles()
-    table = Table(box=None, pad_edge=False, header_style="bold", expand=False)
-    for col, justify in (
-        ("process", "left"),
-        ("pid", "right"),
-        ("step", "right"),
-        ("steps/s", "right"),
-        ("RSS", "right"),
-        ("Δ start", "right"),
-        ("trend", "left"),
-        ("rate", "right"),
-        ("verdict", "left"),
-    ):
-        table.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
-    shown = [p for p in state.procs.values() if _rss(p)]
-    shown.sort(key=lambda p: (0 if roles[p.pid][0] == "main" else 1, p.pid))
-    for p in shown[:MAX_ROWS]:
-        role, rank = roles[p.pid]
-        label = (
-            f"rank {rank}"
-            if rank is not None
-            else (f"worker {p.worker_id}" if p.worker_id is not None else role)
-        )
-        rss = _rss(p)
-        sps = _steps_per_s(p)
-        verdict, rate = (verdicts or {}).get((p.pid, wire.RSS), ("", ""))
-        table.add_row(
-            Text(label),
-            str(p.pid),
-            f"{p.steps:,}" if p.steps else "–",
-            f"{sps:,.1f}" if sps is not None else "–",
-            fmt_bytes(rss[-1]),
-            fmt_bytes(rss[-1] - rss[0], signed=True),
-            Text(sparkline(rss, width=24), style="cyan"),
-            Text(rate),
-            Text(verdict.replace("_", " "), style=VERDICT_STYLE.get(verdict, "")),
-        )
-    if len(shown) > MAX_ROWS:
-        table.add_row(Text(f"… {len(shown) - MAX_ROWS} more processes", style="dim"), *[""] * 8)
+    table = process_table(process_rows(state, verdicts, MAX_ROWS))
     title = Text(f"memprobe · {elapsed:,.0f} s · ", style="bold")
     title.append(safe_text(" ".join(state.command), limit=60))
     parts: List[RenderableType] = [title]
@@ -124,6 +71,62 @@ def build_table(
     if signal_rows:
         parts.append(_signals_table(signal_rows))
     return Group(*parts)
+
+
+_ROW_STYLE = {"group": "bold", "more": "dim", "total": "bold"}
+
+
+def process_table(rows: List[Row]) -> Table:
+    """The process rows (see memprobe.render.livegroups): one line each, grouped by role."""
+    table = Table(box=None, pad_edge=False, header_style="bold", expand=False)
+    for col, justify in (
+        ("process", "left"),
+        ("pid", "right"),
+        ("step", "right"),
+        ("RSS", "right"),
+        ("Δ RSS", "right"),
+        ("USS", "right"),
+        ("Δ USS", "right"),
+        ("RSS trend", "left"),
+        ("rate", "right"),
+        ("verdict", "left"),
+    ):
+        table.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    for r in rows:
+        style = "dim" if r.ended else _ROW_STYLE.get(r.kind, "")
+        label = Text(("  " if r.indent else "") + r.label, style=style)
+        label.truncate(26, overflow="ellipsis")
+        step = f"{r.steps:,}" if r.steps else ("–" if r.kind == "process" else "")
+        if r.steps and r.steps_per_s is not None:
+            step += f" @{r.steps_per_s:,.0f}/s"
+        table.add_row(
+            label,
+            str(r.pid) if r.pid is not None else "",
+            step,
+            Text(compact_bytes(r.rss), style=style),
+            compact_bytes(r.rss_delta, signed=True),
+            compact_bytes(r.uss),
+            compact_bytes(r.uss_delta, signed=True),
+            Text(sparkline(r.trend, width=14), style="dim" if r.ended else "cyan"),
+            Text(r.rate),
+            Text(("ended " if r.ended and not r.verdict else "")
+                 + r.verdict.replace("_", " "), style=VERDICT_STYLE.get(r.verdict, "dim")),
+        )
+    return table
+
+
+def compact_bytes(n: Optional[float], signed: bool = False) -> str:
+    """Three significant digits, binary units: 309M, 42.4M, 1.21G, +980K (a table cell)."""
+    if n is None:
+        return ""
+    sign = ("+" if n > 0 else "-" if n < 0 else "±") if signed else ("-" if n < 0 else "")
+    v = abs(float(n))
+    for unit in ("B", "K", "M", "G", "T"):
+        if v < 1000 or unit == "T":
+            digits = 0 if v >= 100 or unit == "B" else 1 if v >= 10 else 2
+            return f"{sign}{v:.{digits}f}{unit}"
+        v /= 1024
+    return f"{sign}{v:.0f}T"
 
 
 def _signals_table(rows: List[SignalRow]) -> Table:
@@ -251,17 +254,18 @@ class PlainDisplay:
 
 
 def progress_line(state: RunState, elapsed: float) -> str:
-    roles = state.roles()
+    """One line: main, then each group (ranks, workers, children) summed, or the process
+    itself where a group has one."""
     parts = []
-    for p in sorted(state.procs.values(), key=lambda q: q.pid):
-        rss = _rss(p)
-        if not rss:
+    for r in process_rows(state, max_rows=0):
+        if r.indent or r.kind in ("more", "total") or r.rss is None:
             continue
-        role = roles[p.pid][0]
-        step = f" step {p.steps:,}" if p.steps else ""
-        parts.append(
-            f"{role} {p.pid}{step} RSS {fmt_bytes(rss[-1])} "
-            f"({fmt_bytes(rss[-1] - rss[0], signed=True)})"
-        )
+        step = f" step {r.steps:,}" if r.steps else ""
+        pid = f" {r.pid}" if r.pid is not None else ""
+        text = (f"{r.label}{pid}{step} RSS {compact_bytes(r.rss)} "
+                f"({compact_bytes(r.rss_delta, signed=True)})")
+        if r.uss is not None and r.kind == "group":
+            text += f" USS {compact_bytes(r.uss)} ({compact_bytes(r.uss_delta, signed=True)})"
+        parts.append(text)
     body = "; ".join(parts[:4]) + (f"; +{len(parts) - 4} more" if len(parts) > 4 else "")
     return safe_text(f"memprobe: {elapsed:,.0f}s {body or 'waiting for samples'}").plain

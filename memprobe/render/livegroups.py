@@ -1,0 +1,203 @@
+"""The live table's process rows: grouped by role, with totals, within a row budget.
+
+Pure: ``process_rows(state, verdicts)`` turns the run state into row data; the
+live table only formats them. Order: main, then ranks, then DataLoader workers,
+then other children. A group of two or more gets a header row with its totals
+(RSS, USS and their change since each process started). When more processes live
+than ``max_rows`` allows, each group keeps its most telling members (leaking,
+then growing fastest) and one "… N more" row sums up the rest, so 16 or 64
+processes stay one screen. Short-lived children (a 50 ms pool task) never get a
+row; the total row counts them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Set, Tuple
+
+from memprobe.bootstrap.memprobe_agent import wire
+from memprobe.collect import GONE_AFTER_S, ProcState, RunState, Who
+
+USS = "uss_bytes"
+# (pid, signal) -> (verdict, rate text), as the live judge gives them
+Verdicts = Dict[Tuple[int, str], Tuple[str, str]]
+
+_GROUPS = (
+    (wire.ROLE_MAIN, "main", "main"),
+    (wire.ROLE_RANK, "rank", "ranks"),
+    (wire.ROLE_WORKER, "worker", "workers"),
+    (wire.ROLE_CHILD, "child", "children"),
+)
+_SEVERITY = {"leak": 0, "inconclusive": 1, "no_leak": 2, "": 3}
+_SHORT = {wire.RSS: "RSS", USS: "USS", "pss_bytes": "PSS"}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the process table. ``kind``: process, group, more or total."""
+
+    kind: str
+    label: str
+    pid: Optional[int] = None
+    steps: Optional[int] = None
+    steps_per_s: Optional[float] = None
+    rss: Optional[float] = None
+    rss_delta: Optional[float] = None
+    uss: Optional[float] = None
+    uss_delta: Optional[float] = None
+    trend: List[float] = field(default_factory=list)
+    rate: str = ""
+    verdict: str = ""
+    ended: bool = False
+    indent: bool = False
+
+
+def process_rows(state: RunState, verdicts: Optional[Verdicts] = None,
+                 max_rows: int = 16) -> List[Row]:
+    """Rows for every process worth showing; at most ``max_rows`` process rows."""
+    who = state.identify()
+    shown: List[Tuple[ProcState, Who]] = []
+    hidden = 0
+    for p in state.procs.values():
+        w = who[p.pid]
+        if not p.rss().value:
+            continue
+        if state.short_lived(p, w):
+            hidden += 1
+            continue
+        shown.append((p, w))
+    rows: List[Row] = []
+    groups = [(title, [pw for pw in shown if pw[1].role == role]) for role, _, title in _GROUPS]
+    groups = [(title, members) for title, members in groups if members]
+    # greedy: earlier groups (main, ranks) get every row they need, while each later
+    # group keeps room for two of its members
+    budget = max(max_rows, len(groups) * 2)
+    for i, (title, members) in enumerate(groups):
+        members.sort(key=lambda pw: _natural(pw[0], pw[1]))
+        reserve = sum(min(2, len(m)) for _, m in groups[i + 1:])
+        quota = min(len(members), max(min(2, len(members)), budget - reserve))
+        budget -= quota
+        grouped = len(members) >= 2
+        built = [_process_row(state, p, w, verdicts or {}, indent=grouped) for p, w in members]
+        if grouped:
+            rows.append(_sum_row("group", f"{title} ({len(members)})", built))
+        keep = _keep(built, quota)
+        rows.extend(r for r in built if id(r) in keep)
+        rest = [r for r in built if id(r) not in keep]
+        if rest:
+            rows.append(_sum_row("more", f"… {len(rest)} more {title}", rest, indent=True))
+    if len(shown) > 1 or hidden:
+        label = f"all ({len(shown)})" + (f" + {hidden} short-lived" if hidden else "")
+        rows.append(_sum_row("total", label, [_process_row(state, p, w, {}) for p, w in shown]))
+    return rows
+
+
+def _natural(p: ProcState, w: Who) -> Tuple[int, int, int, int]:
+    big = 1 << 30
+    return (w.node if w.node is not None else -1, w.rank if w.rank is not None else big,
+            p.worker_id if p.worker_id is not None else big, p.pid)
+
+
+def _label(p: ProcState, w: Who) -> str:
+    node = f"node {w.node} " if w.node is not None else ""
+    owner = f"{node}rank {w.rank} · " if w.rank is not None else node
+    if w.role == wire.ROLE_RANK:
+        return f"{node}rank {w.rank}" + (f" (local {w.local_rank})"
+                                        if w.local_rank is not None and w.node is not None else "")
+    if w.role == wire.ROLE_WORKER:
+        return f"{owner}worker {p.worker_id}"
+    if w.role == wire.ROLE_MAIN:
+        return "main" + (f" · {w.name}" if w.name else "")
+    return f"{owner}{w.name or 'child'}"
+
+
+def _process_row(state: RunState, p: ProcState, w: Who, verdicts: Verdicts,
+                 indent: bool = False) -> Row:
+    rss = p.rss().value
+    uss_buf = p.series.get(USS)
+    uss = uss_buf.value if uss_buf is not None else []
+    verdict, rate = _worst(p.pid, verdicts)
+    return Row(
+        kind="process",
+        label=_label(p, w),
+        pid=p.pid,
+        steps=p.steps or None,
+        steps_per_s=_steps_per_s(p),
+        rss=rss[-1],
+        rss_delta=rss[-1] - rss[0],
+        uss=uss[-1] if uss else None,
+        uss_delta=uss[-1] - uss[0] if uss else None,
+        trend=list(rss),
+        rate=rate,
+        verdict=verdict,
+        ended=is_gone(state, p),
+        indent=indent,
+    )
+
+
+def _worst(pid: int, verdicts: Verdicts) -> Tuple[str, str]:
+    """The most severe verdict among the process' memory signals, RSS first on a tie;
+    named when it is not RSS ("leak · USS")."""
+    best: Tuple[int, int, str, str] = (9, 9, "", "")
+    for (vpid, signal), (verdict, rate) in verdicts.items():
+        if vpid != pid or signal not in _SHORT:
+            continue
+        cand = (_SEVERITY.get(verdict, 3), 0 if signal == wire.RSS else 1, verdict,
+                rate if signal == wire.RSS else f"{rate} {_SHORT[signal]}".strip())
+        best = min(best, cand)
+    return best[2], best[3]
+
+
+def _keep(rows: List[Row], quota: int) -> Set[int]:
+    """ids of the rows to show: live before ended, leaking first, then fastest growing."""
+    if len(rows) <= quota:
+        return {id(r) for r in rows}
+
+    def telling(r: Row) -> Tuple[bool, int, float]:
+        growth = max(r.rss_delta or 0.0, r.uss_delta or 0.0)
+        return (r.ended, _SEVERITY.get(r.verdict, 3), -growth)
+
+    return {id(r) for r in sorted(rows, key=telling)[:quota]}
+
+
+def _sum_row(kind: str, label: str, rows: List[Row], indent: bool = False) -> Row:
+    def total(values: List[Optional[float]]) -> Optional[float]:
+        known = [v for v in values if v is not None]
+        return sum(known) if known else None
+
+    live = [r for r in rows if not r.ended] or rows  # at the very end, the last values
+    leaks = sum(1 for r in rows if r.verdict == "leak")
+    return Row(
+        kind=kind,
+        label=label,
+        rss=total([r.rss for r in live]),
+        rss_delta=total([r.rss_delta for r in rows]),
+        uss=total([r.uss for r in live]),
+        uss_delta=total([r.uss_delta for r in rows]),
+        verdict="leak" if leaks else "",
+        rate=f"{leaks} leaking" if leaks and kind != "total" else "",
+        indent=indent,
+    )
+
+
+def _steps_per_s(p: ProcState) -> Optional[float]:
+    buf = p.series.get(wire.RSS)
+    if buf is None:
+        return None
+    pts = [(t, s) for s, t in zip(buf.step, buf.t) if s is not None]
+    if len(pts) < 2:
+        return None
+    t_end, s_end = pts[-1]
+    # the oldest point within the last 5 s (or the first point of a shorter run)
+    t_start, s_start = next(((t, s) for t, s in reversed(pts) if t_end - t >= 5.0), pts[0])
+    if t_end <= t_start:
+        return None
+    return (s_end - s_start) / (t_end - t_start)
+
+
+def is_gone(state: RunState, p: ProcState) -> bool:
+    """Ended: said goodbye, or the tree sampler has not seen it for a while."""
+    if p.exited:
+        return True
+    last = p.last_outside_t
+    return last is not None and state.last_outside_t - last > GONE_AFTER_S
