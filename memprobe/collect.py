@@ -264,8 +264,11 @@ class RunState:
         if not isinstance(argv, list) or not argv or p.header.get("forked_from") is not None:
             return None
         first = str(argv[0])
-        if first in ("-c", "-m") and len(argv) > 1:
-            return f"{first} {str(argv[1])[:40]}"
+        if first == "-c":  # sys.argv hides the code: show its start from the full command line
+            orig = p.header.get("orig_argv")
+            code = orig[orig.index("-c") + 1] if isinstance(orig, list) and "-c" in orig[:-1] \
+                else ""
+            return f"-c {' '.join(str(code).split())[:40]}".rstrip()
         return os.path.basename(first) or None
 
     def x_axis(self) -> str:

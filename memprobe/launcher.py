@@ -263,8 +263,10 @@ def run(command: List[str], options: RunOptions, run_dir: str, display: Display)
                 t = now - t0
                 tree = sampler.sample()
                 for pid, ppid, values in tree:
-                    state.ingest_outside(pid, t, values, ppid)
-                    journal.write({"k": "outside", "pid": pid, "ppid": ppid, "t": t, "v": values})
+                    argv = sampler.new_argv.get(pid)
+                    state.ingest_outside(pid, t, values, ppid, argv)
+                    line = {"k": "outside", "pid": pid, "ppid": ppid, "t": t, "v": values}
+                    journal.write({**line, "argv": argv} if argv else line)
                 if gpu.available and now - last_gpu >= GPU_EVERY_S:
                     last_gpu = now
                     device_values, per_pid = gpu.sample(pid for pid, _, _ in tree)

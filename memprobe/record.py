@@ -130,6 +130,8 @@ class Process:
         owner = f"{node}rank {self.rank} " if self.rank is not None else node
         if self.role == "worker" and self.worker_id is not None:
             return f"{owner}worker {self.worker_id}"
+        if self.role == "child" and self.name:
+            return f"{owner}child {self.name}"
         return f"{owner}{self.role}"
 
 
