@@ -6,6 +6,7 @@ import math
 from typing import Any, Dict, List, Optional, Tuple
 
 from memprobe.analysis.compare import SignalFit
+from memprobe.analysis.series import step_clock, with_steps
 from memprobe.record import Finding, Process, RunRecord, Series
 from memprobe.render._text import clean, fmt_bytes, fmt_count, fmt_duration, fmt_pct, fmt_rate
 
@@ -35,9 +36,23 @@ def points(series: Series, x_axis: str) -> Tuple[List[float], List[Optional[floa
     return [p[0] for p in tp], [p[1] for p in tp], "s"
 
 
-def fit_points(series: Series, fit: SignalFit) -> Tuple[List[float], List[Optional[float]], str]:
+def stepped(series: Series, process: Optional[Process]) -> Series:
+    """``series`` with steps given to time-only samples (outside sampling: USS, PSS, a
+    worker's RSS) from the process' step clock — exactly as the analysis does, so charts
+    and fits share their x-axis."""
+    if process is None or sum(1 for st in series.step if st is not None) >= 3:
+        return series
+    clock = step_clock(process.series)
+    return with_steps(series, clock) if clock is not None else series
+
+
+def fit_points(
+    series: Series, fit: SignalFit, process: Optional[Process] = None
+) -> Tuple[List[float], List[Optional[float]], str]:
     """The points of ``series`` on the axis its fit was made on."""
-    return points(series, "step" if fit.per == "step" else "time")
+    if fit.per == "step":
+        return points(stepped(series, process), "step")
+    return points(series, "time")
 
 
 def _finite(v: Any) -> bool:

@@ -39,7 +39,7 @@ def _num(v: Any) -> Optional[float]:
 
 
 def chart_payload(p: Process, name: str, fit: SignalFit, record: RunRecord) -> Dict[str, Any]:
-    xs, ys, axis = c.fit_points(p.series[name], fit)
+    xs, ys, axis = c.fit_points(p.series[name], fit, p)
     keep = _decimate(xs, ys)
     xs, ys = [xs[i] for i in keep], [ys[i] for i in keep]
     slope = fit.slope_per_step if axis == "step" else fit.slope_per_s
@@ -131,7 +131,8 @@ def rate_text(rate: Optional[float], per: str, unit: str) -> str:
 def _series_xy(p: Optional[Process], name: str, x_axis: str) -> Optional[Dict[str, Any]]:
     if p is None or name not in p.series:
         return None
-    xs, ys, axis = c.points(p.series[name], x_axis)
+    series = c.stepped(p.series[name], p) if x_axis == "step" else p.series[name]
+    xs, ys, axis = c.points(series, x_axis)
     keep = _decimate(xs, ys)
     return {"x": [xs[i] for i in keep], "y": [ys[i] for i in keep], "axis": axis}
 

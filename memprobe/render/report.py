@@ -103,7 +103,7 @@ def _finding(i: int, f: Finding, record: RunRecord) -> RenderableType:
 
 
 def _spark(p: Process, name: str, fit: SignalFit) -> Text:
-    xs, ys, _axis = c.fit_points(p.series[name], fit)
+    xs, ys, _axis = c.fit_points(p.series[name], fit, p)
     pts = [(x, y) for x, y in zip(xs, ys) if y is not None]
     line = sparkline([y for _, y in pts], SPARK_WIDTH)
     warm = 0

@@ -136,7 +136,7 @@
     var series = [{ label: ch.axis === "step" ? "step" : "time", value: function (u, v) { return v === null ? "" : fmtX(ch.axis)(v); } },
       { label: ch.name, stroke: color, width: 1.5, points: { show: ch.x.length <= 40 } }];
     var cols = [xs, ys];
-    if (fit) { series.push({ label: "fitted slope", stroke: "#555", dash: [6, 4], width: 1.5, spanGaps: true, points: { show: false } }); cols.push(fit); }
+    if (fit) { series.push({ label: "fitted slope", stroke: "#1565c0", dash: [8, 5], width: 2, spanGaps: true, points: { show: false } }); cols.push(fit); }
     if (lim) {
       series.push({ label: "limit", stroke: "#6a1b9a", dash: [2, 3], width: 1.5, show: false, points: { show: false } });
       cols.push(xs.map(function () { return lim.value; }));
