@@ -180,7 +180,12 @@ def _after_double_dash(target: List[str]) -> bool:
 
 @app.command()
 def report(
-    run: str = typer.Argument(..., metavar="RUN", help="A run.json, or a run folder to rebuild."),
+    runs: List[str] = typer.Argument(
+        ...,
+        metavar="RUN...",
+        help="A run.json, or a run folder to rebuild. Several (one per node of a multi-node "
+        "job) are shown together, ranks labelled by node.",
+    ),
     html: Optional[str] = typer.Option(
         None, "--html", help="Also write a self-contained HTML report."
     ),
@@ -190,7 +195,7 @@ def report(
     from memprobe import commands
 
     try:
-        commands.report_command(run, html, fmt.value)
+        commands.report_command(runs, html, fmt.value)
     except (RecordError, MemprobeError, OSError) as e:
         raise _fail(str(e), getattr(e, "exit_code", EXIT_BAD_INPUT)) from None
 

@@ -41,7 +41,7 @@ def finish(outcome: RunOutcome, output: str, detect: Any, keep_run_dir: bool) ->
         record = finalize(record, detect)
     except Exception as e:  # noqa: BLE001 - never lose the run to an analysis bug
         console.print(
-            Text(
+            safe_text(  # names from the target may be in the message: never raw escapes
                 f"memprobe: analysis failed ({type(e).__name__}: {e}); "
                 "the record has the raw series only",
                 style="yellow",
@@ -51,7 +51,7 @@ def finish(outcome: RunOutcome, output: str, detect: Any, keep_run_dir: bool) ->
         rec.save(record, output)
     except OSError as e:
         console.print(
-            Text(
+            safe_text(
                 f"memprobe: error: cannot write {output}: {e.strerror or e}. "
                 f"Everything sampled is in {outcome.run_dir}: "
                 f"memprobe report {outcome.run_dir}",
@@ -63,7 +63,8 @@ def finish(outcome: RunOutcome, output: str, detect: Any, keep_run_dir: bool) ->
         shutil.rmtree(outcome.run_dir, ignore_errors=True)
     print_summary(record, console)
     size = os.path.getsize(output)
-    console.print(Text(f"memprobe: run record → {output} ({fmt_bytes(size)})", style="dim"))
+    # the default output name comes from the script's file name: clean it like target text
+    console.print(safe_text(f"memprobe: run record → {output} ({fmt_bytes(size)})", style="dim"))
     return outcome.exit_code, record.verdict
 
 
@@ -115,7 +116,7 @@ def load_run(path: str) -> rec.RunRecord:
             return finalize(record)
         except Exception as e:  # noqa: BLE001 - a rebuilt run must still show its raw series
             _stderr_console().print(
-                Text(
+                safe_text(
                     f"memprobe: analysis failed ({type(e).__name__}: {e}); "
                     "showing the raw series only",
                     style="yellow",
@@ -138,8 +139,15 @@ def _write_text(path: str, text: str) -> None:
         raise MemprobeError(f"cannot write {path}: {e.strerror or e}") from None
 
 
-def report_command(path: str, html: Optional[str], fmt: str) -> None:
-    record = load_run(path)  # before the heavy imports: bad input fails fast
+def report_command(paths: List[str], html: Optional[str], fmt: str) -> None:
+    records = [load_run(p) for p in paths]  # before the heavy imports: bad input fails fast
+    if len(records) == 1:
+        record = records[0]
+    else:
+        from memprobe.finalize import finalize
+        from memprobe.merge import merge_records
+
+        record = finalize(merge_records(records))
     from memprobe.render import report
 
     if html is not None:
@@ -153,7 +161,7 @@ def report_command(path: str, html: Optional[str], fmt: str) -> None:
     else:
         report.render_report(record, Console(highlight=False))
     if html is not None:
-        _stderr_console().print(Text(f"memprobe: HTML report → {html}", style="dim"))
+        _stderr_console().print(safe_text(f"memprobe: HTML report → {html}", style="dim"))
 
 
 def diff_command(before: str, after: str, fmt: str, html: Optional[str]) -> int:

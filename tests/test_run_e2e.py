@@ -199,3 +199,13 @@ def test_stdout_redirect_keeps_target_output_exact(tmp_path: Path) -> None:
         ).returncode
     assert rc == 0
     assert log.read_text() == "stdout-line\n"
+
+
+def test_report_several_node_records_together(tmp_path: Path) -> None:
+    # GIVEN two nodes' records (here the same golden record twice, so their pids collide)
+    golden = Path(__file__).parent / "data" / "run-v1-synthetic-leaky.json"
+    # WHEN they are reported together
+    proc = run_cli(["report", "--format", "markdown", str(golden), str(golden)], cwd=tmp_path)
+    # THEN one report shows both nodes' processes, labelled by node
+    assert proc.returncode == 0, proc.stderr
+    assert "node 0" in proc.stdout and "node 1" in proc.stdout
