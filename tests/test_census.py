@@ -212,3 +212,70 @@ def test_elem_types_reads_only_types() -> None:
     assert census.elem_types(collections.deque([1, "a", Widget()])) == [
         "int", "str", f"{__name__}.Widget"]
     assert census.elem_types({"a": 1.0}) == ["float"]
+
+
+def test_budget_keeps_the_long_run_share_under_the_ceiling() -> None:
+    from memprobe.bootstrap.memprobe_agent.budget import Budget
+
+    # GIVEN a 3 % budget and a collector that costs 0.1 s each time, on a fake clock
+    budget = Budget(0.03, t0=0.0)
+    now, runs = 0.0, 0
+    while now < 600.0:
+        if budget.allows(now, 0.1):
+            budget.charge("census", 0.1, now)
+            runs += 1
+        now += 0.05
+    # THEN it ran, and spent at most 3 % early and about a quarter of that later on
+    assert runs > 10
+    assert budget.total() <= 0.03 * 20.0 + 0.03 * 0.25 * 580.0 + 0.2
+    assert budget.total() / 600.0 < 0.012
+
+
+class FakeAgent:
+    def __init__(self, **config: Any) -> None:
+        self.config = {"run_dir": None, "overhead_budget": 0.03, "tracemalloc": "off", **config}
+        self.t0 = time.monotonic()
+        self.steps = 0
+        self.messages: List[Dict[str, Any]] = []
+
+    def emit(self, message: Dict[str, Any]) -> None:
+        self.messages.append(message)
+
+    def event(self, kind: str, message: str) -> None:
+        self.messages.append({"k": "event", "kind": kind, "message": message})
+
+
+def test_censuses_at_fixed_steps_then_on_the_budget() -> None:
+    from memprobe.bootstrap.memprobe_agent.expensive import Expensive
+
+    # GIVEN the agent's scheduler driven step by step
+    agent = FakeAgent()
+    exp = Expensive(agent)
+    for step in range(1, 40):
+        agent.steps = step
+        now = time.monotonic()
+        if now >= exp.next_due:
+            exp.on_step(step, now)
+    censuses = [m for m in agent.messages if m["k"] == "census"]
+    # THEN the first two censuses land at steps 5 and 25 whatever the budget says,
+    # and each carries the payload the analysis joins (v signals + details)
+    assert [c["step"] for c in censuses][:2] == [5, 25]
+    last = censuses[-1]
+    for key in ("tensors:count", "graph:nodes", "graph:roots", "graph:largest",
+                "modules:count", "modules:param_bytes"):
+        assert key in last["v"]
+    for key in ("types", "growing_types", "containers", "graphs", "duration_s", "budget"):
+        assert key in last
+
+
+def test_a_census_on_a_huge_heap_is_bounded_and_says_so() -> None:
+    from memprobe.bootstrap.memprobe_agent.expensive import Expensive
+
+    agent = FakeAgent(census_max_objects=100_000)
+    exp = Expensive(agent)
+    heap = [[] for _ in range(400_000)]
+    exp.on_step(5, time.monotonic())
+    census_msg = next(m for m in agent.messages if m["k"] == "census")
+    assert census_msg["stride"] >= 4
+    assert any(m.get("kind") == "census_sampled" for m in agent.messages)
+    del heap

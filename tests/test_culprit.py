@@ -13,19 +13,22 @@ from memprobe.record import ExitInfo, Finding, Limits, Process, RunRecord
 
 
 def census(step: int, *, roots: int = 1, nodes: int = 15, largest: int = 15,
-           grad_fn: Optional[int] = None, tensors: int = 40, containers: Optional[List[Dict[str, Any]]] = None,
-           modules: int = 3, module_types: Optional[Dict[str, int]] = None, figures: Optional[int] = None,
+           grad_fn: Optional[int] = None, tensors: int = 40,
+           containers: Optional[List[Dict[str, Any]]] = None, modules: int = 3,
+           module_types: Optional[Dict[str, int]] = None, figures: Optional[int] = None,
            ndarrays: Optional[int] = None, root_type: str = "MseLossBackward0",
-           tracemalloc: Optional[Dict[str, Any]] = None, types: Optional[Dict[str, Any]] = None
-           ) -> Dict[str, Any]:
+           tracemalloc: Optional[Dict[str, Any]] = None,
+           types: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     entry: Dict[str, Any] = {
         "step": step, "t": step * 0.01, "seq": step,
         "types": types or {"dict": {"count": 1000}},
         "tensors": {"count": tensors, "grad_fn_count": roots if grad_fn is None else grad_fn,
                     "bytes_by_device": {"cpu": 1000}, "param_bytes": 800},
         "graphs": {"nodes": nodes, "roots": roots, "largest": largest,
-                   "mean_per_root": round(nodes / max(1, roots), 1), "largest_root_type": root_type},
-        "modules": {"count": modules, "types": module_types or {"torch.nn.modules.linear.Linear": 3}},
+                   "mean_per_root": round(nodes / max(1, roots), 1),
+                   "largest_root_type": root_type},
+        "modules": {"count": modules,
+                    "types": module_types or {"torch.nn.modules.linear.Linear": 3}},
         "containers": containers or [],
     }
     if figures is not None:
@@ -74,7 +77,8 @@ LOSS_LIST = [
 
 def test_loss_list_names_the_list_the_tensor_the_graph_and_item() -> None:
     # GIVEN censuses where a module-level list gains one graph-holding tensor per step
-    rec = record(LOSS_LIST, [leak("rss_bytes"), leak("container:__main__.losses:len", unit="count")])
+    rec = record(LOSS_LIST, [leak("rss_bytes"),
+                             leak("container:__main__.losses:len", unit="count")])
     # WHEN the culprits are attributed
     out = attribute(rec, rec.findings)
     # THEN both findings blame the list, the tensor type and the graphs, with the .item() fix

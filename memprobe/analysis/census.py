@@ -86,6 +86,13 @@ class Profile:
                 best = (value - first, self.xs[i] - self.xs[0])
         return best
 
+    def at_peak(self, name: str, section: str, key: str) -> Any:
+        """A payload field of the census where ``name`` was highest (the leak at its fullest)."""
+        values = [(self.value(name, i) or 0.0, i) for i in range(self.n)]
+        if not values:
+            return None
+        return _get(self.entries[max(values)[1]], section, key)
+
     def growth(self, name: str) -> float:
         return self._peak(name)[0]
 

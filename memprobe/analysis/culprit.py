@@ -138,7 +138,7 @@ def _primary(prof: Profile) -> Optional[Culprit]:
 def _graphs(prof: Profile) -> Optional[Culprit]:
     roots, largest = prof.rate("graph:roots"), prof.rate("graph:largest")
     grad = prof.rate("tensors:grad_fn_count")
-    per_root = prof.last("graphs", "mean_per_root")
+    per_root = prof.at_peak("graph:roots", "graphs", "mean_per_root")
     if largest > 0.5 and largest >= roots:
         holder = prof.last("graphs", "largest_holder")
         node = prof.last("graphs", "largest_holder_node" if holder else "largest_root_type")
@@ -159,15 +159,22 @@ def _graphs(prof: Profile) -> Optional[Culprit]:
                      f"graph that gains {largest:.3g} nodes per step.", ev, None)
     if max(roots, grad) > 0.05 and (prof.growth("graph:roots") >= 4 or
                                     prof.growth("tensors:grad_fn_count") >= 4):
-        box = prof.container_of(TENSOR)
+        rate = max(roots, grad)
         nodes = f" of {per_root:.0f} nodes" if isinstance(per_root, (int, float)) else ""
-        who = f"`{box.holder}` (a {box.type})" if box else "something"
-        ev = _ev(per_step=max(roots, grad), graph_nodes_per_root=per_root,
+        box = prof.container_of(TENSOR)
+        if box is not None:
+            who = f"`{box.holder}` (a {box.type}) gains {rate:.3g} torch.Tensor per step"
+        else:  # the tensors sit inside the items of a growing container (transitions, records)
+            box = prof.top_container()
+            elem = box.elem_types[0] if box and box.elem_types else "item"
+            who = (f"`{box.holder}` (a {box.type}) gains {box.per_step:.3g} {elem} per step, "
+                   f"holding {rate:.3g} torch.Tensor per step") if box else \
+                f"{rate:.3g} more torch.Tensor per step stay alive"
+        ev = _ev(per_step=rate, graph_nodes_per_root=per_root,
                  graph_roots=prof.value("graph:roots"),
                  container_len=box.len if box else None)
         return _make(prof, TENSOR, box.holder if box else None, True, "retained graphs",
-                     HINT_ITEM, f"{who} gains {max(roots, grad):.3g} torch.Tensor per step; "
-                     f"each keeps an autograd graph{nodes} alive.", ev, box)
+                     HINT_ITEM, f"{who}; each keeps an autograd graph{nodes} alive.", ev, box)
     return None
 
 
@@ -214,6 +221,9 @@ def _kind(prof: Profile, type_name: str, key: str, hint: str) -> Optional[Culpri
     if rate <= 0 or prof.growth(signal) < 4:
         return None
     box = prof.container_of(type_name)
+    if box is None and key == "figures":  # pyplot keeps a manager per open figure (Gcf.figs)
+        box = next((b for b in prof.growing()
+                    if any("FigureManager" in t for t in b.elem_types)), None)
     ev = _ev(per_step=rate)
     if key != "figures":
         ev["bytes_per_step"] = round(prof.rate("ndarray:bytes"))
