@@ -8,9 +8,11 @@ from typing import Optional, Sequence
 from rich.text import Text
 
 _BLOCKS = "▁▂▃▄▅▆▇█"
-# C0/C1 controls and escape sequences from the target must never reach the terminal raw
+# C0/C1 controls and escape sequences from the target must never reach the terminal raw; nor
+# the bidi overrides that make text display as something else (CVE-2021-42574), as in _text
 _CONTROL = re.compile(
     r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+    "|[\u200e\u200f\u202a-\u202e\u2066-\u2069]"
 )
 
 

@@ -94,7 +94,8 @@ def process_table(rows: List[Row]) -> Table:
         table.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for r in rows:
         style = "dim" if r.ended else _ROW_STYLE.get(r.kind, "")
-        label = Text(("  " if r.indent else "") + r.label, style=style)
+        # labels carry process names from the target (argv, multiprocessing names)
+        label = safe_text(("  " if r.indent else "") + r.label, style=style)
         label.truncate(26, overflow="ellipsis")
         step = f"{r.steps:,}" if r.steps else ("–" if r.kind == "process" else "")
         if r.steps and r.steps_per_s is not None:
@@ -147,7 +148,7 @@ def _signals_table(rows: List[SignalRow]) -> Table:
         else:
             now = f"{r.value:,.0f}"
         table.add_row(
-            Text(r.label),
+            safe_text(r.label),
             safe_text(r.signal, limit=48),
             now,
             Text(r.rate),
@@ -198,7 +199,8 @@ class LiveDisplay:
                 header = self._judge.header(state)
             except Exception as e:  # noqa: BLE001 - a live-analysis bug must not end the run
                 self._judge_failed = True
-                header = Text(f"live analysis stopped: {type(e).__name__}: {e}", style="yellow")
+                header = safe_text(f"live analysis stopped: {type(e).__name__}: {e}",
+                                   style="yellow")
         self._renderable = build_table(state, now - self._t0, verdicts, header, rows)
 
     def output(self, stream: str, data: bytes) -> None:
