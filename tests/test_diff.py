@@ -259,3 +259,26 @@ def test_inconclusive_before_at_the_same_rate_is_not_new() -> None:
     d = compare(before, g.leaky(seed=2))
     assert {s.status for s in d.signals} == {"persisting"}
     assert d.exit_code == EXIT_OK
+
+
+def test_real_loss_list_and_its_fixed_twin() -> None:
+    # GIVEN two real runs kept as golden records: the loss-list leak and the loss.item() fix
+    from pathlib import Path
+
+    from memprobe.record import load
+
+    data = Path(__file__).resolve().parent / "data"
+    leaky = load(str(data / "run-v1-real-loss-list.json"))
+    fixed = load(str(data / "run-v1-real-loss-item.json"))
+    # WHEN compared in order THEN the culprit's finding is fixed and CI passes
+    d = compare(leaky, fixed)
+    by_signal = {f.signal: f for f in d.findings}
+    assert by_signal["container:__main__.losses:len"].status == "fixed"
+    assert by_signal["container:__main__.losses:len"].holder == "__main__.losses"
+    assert d.exit_code == EXIT_OK
+    # AND the reverse order is a regression naming the container
+    r = compare(fixed, leaky)
+    assert r.exit_code == EXIT_REGRESSION
+    assert any("container:__main__.losses:len" in x for x in r.regressions)
+    out = _render(r, width=80)
+    assert "REGRESSION" in out and "__main__.losses" in out

@@ -146,3 +146,18 @@ def test_html_report_decimates_long_series() -> None:
     page = report_html(record)
     payload = json.loads(re.search(r'id="memprobe-data">(.*?)</script>', page, re.S).group(1))
     assert len(payload["processes"][0]["charts"][0]["x"]) <= 4000
+
+
+def test_real_record_report_names_holder_and_fix() -> None:
+    from pathlib import Path
+
+    from memprobe.record import load
+
+    record = load(str(Path(__file__).resolve().parent / "data" / "run-v1-real-loss-list.json"))
+    out = _plain(record)
+    assert "holder   __main__.losses" in out
+    assert "torch.Tensor (holds autograd graphs)" in out
+    assert "loss.item()" in out
+    assert all(len(line) <= 80 for line in out.splitlines())
+    page = report_html(record)
+    assert "__main__.losses" in page
