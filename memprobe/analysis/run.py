@@ -106,7 +106,7 @@ def corroborate(verdicts: Dict[str, SignalVerdict]) -> Dict[str, SignalVerdict]:
     for name, v in verdicts.items():
         if v.verdict != LEAK or v.family != "heap":
             continue
-        if any(_backs(other, ov) for other, ov in verdicts.items() if other != name):
+        if any(_backs(name, other, ov) for other, ov in verdicts.items() if other != name):
             continue
         out[name] = replace(
             v,
@@ -117,10 +117,15 @@ def corroborate(verdicts: Dict[str, SignalVerdict]) -> Dict[str, SignalVerdict]:
     return out
 
 
-def _backs(name: str, v: SignalVerdict) -> bool:
+def _backs(name: str, other: str, v: SignalVerdict) -> bool:
+    """Does ``other`` back a heap leak of ``name``? Memory, heavy objects or heap
+    blocks growing do; so does any leak when ``name`` is the heap-blocks counter
+    (the leak says what grows, the blocks say it is not nothing)."""
+    if name == BLOCKS and v.verdict == LEAK and v.family in COUNTED:
+        return True
     if not (v.verdict == LEAK or v.growing):
         return False
-    return v.family in ("memory", "object") or name == BLOCKS
+    return v.family in ("memory", "object") or other == BLOCKS
 
 
 def run_verdict(verdicts: List[SignalVerdict]) -> str:

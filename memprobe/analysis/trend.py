@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
+import numpy.typing as npt
 from scipy import special, stats
 
 from memprobe.analysis.series import Array, reduce_points
@@ -116,8 +117,17 @@ def _hamed_rao_inflation(resid: Array) -> float:
     return max(1.0, factor)
 
 
-def sawtooth_floor(x: Array, y: Array) -> Optional[tuple[Array, Array]]:
-    """The floor of a grow-and-clear series, or None when it is no sawtooth.
+@dataclass(frozen=True)
+class Sawtooth:
+    """A grow-and-clear series: its typical period (in samples) and the indices of
+    its floor, one per period; ``floor`` is None while there are too few periods."""
+
+    period: int
+    floor: Optional[npt.NDArray[np.intp]]
+
+
+def sawtooth_floor(x: Array, y: Array) -> Optional[Sawtooth]:
+    """Indices of the floor of a grow-and-clear series, or None when it is no sawtooth.
 
     A sawtooth drop is a fall much larger than the step-to-step noise that is
     not just the way back from a one-point spike. With two or more of them,
@@ -129,7 +139,7 @@ def sawtooth_floor(x: Array, y: Array) -> Optional[tuple[Array, Array]]:
     d = np.diff(y)
     med = float(np.median(d))
     mad = float(np.median(np.abs(d - med))) * 1.4826
-    threshold = max(8.0 * mad, 0.2 * float(np.ptp(y)))
+    threshold = max(5.0 * mad, 0.2 * float(np.ptp(y)))
     if threshold <= 0:
         return None
     drops = [
@@ -143,11 +153,11 @@ def sawtooth_floor(x: Array, y: Array) -> Optional[tuple[Array, Array]]:
     start = drops[0] + 1  # begin at a floor
     m = (n - start) // period
     if m < MIN_FLOOR_POINTS:
-        return None
+        return Sawtooth(period=period, floor=None)
     idx = start + np.arange(m * period).reshape(m, period)
     rows = np.argmin(y[idx], axis=1)
-    pick = idx[np.arange(m), rows]
-    return x[pick], y[pick]
+    pick: npt.NDArray[np.intp] = idx[np.arange(m), rows]
+    return Sawtooth(period=period, floor=pick)
 
 
 def growth_stopped(x: Array, y: Array, limit: float, max_points: int) -> bool:

@@ -18,6 +18,7 @@ from memprobe.analysis.series import (
     steps_per_second,
 )
 from memprobe.analysis.trend import (
+    MIN_FLOOR_POINTS,
     Trend,
     fit_trend,
     growth_stopped,
@@ -128,6 +129,30 @@ def judge_series(
             needed=f"at least {options.min_points - n} more samples",
             **base,
         )
+    min_span = options.min_span_steps if axis == "step" else options.min_span_seconds
+    # Two looks (the window, and its recent half) share the false-alarm budget.
+    alpha = (1.0 - options.confidence) / max(1, n_tests) / 2.0
+    saw = sawtooth_floor(xa, ya)
+    if saw is not None and saw.floor is None:
+        # too few periods yet: a window shorter than that could hold a single ramp
+        periods = MIN_FLOOR_POINTS + 1 - (n // saw.period)
+        more = periods * saw.period * float(xa[-1] - xa[0]) / max(1, n - 1)
+        return replace(
+            _too_short(base, n, None, 0, more, word),
+            reason="a sawtooth with too few periods to judge its floor",
+            floor=True,
+        )
+    if saw is not None and saw.floor is not None:
+        # A grow-and-clear series is judged on its floor only, over the whole
+        # run: any shorter window could hold a single ramp and look like a
+        # leak. Floors start after the first full period: no warm-up cut (it
+        # would pick a rising stretch of the beat between sampling and period).
+        xf, yf = xa[saw.floor], ya[saw.floor]
+        tf = ta[saw.floor] if ta is not None else None
+        if float(xf[-1] - xf[0]) < min_span:
+            return _too_short(base, len(xf), None, 0, min_span - float(xf[-1] - xf[0]), word)
+        v = _judge_window(xf, yf, tf, options, alpha, base, signal, n_tests, True)
+        return replace(v, x_end=float(xa[-1]), last_value=float(ya[-1]))
     xr, yr = reduce_points(xa, ya, options.max_points)
     k = detect_warmup(xr, yr, options.max_warmup_fraction)
     w_x = float(xr[k])
@@ -135,42 +160,39 @@ def judge_series(
     xw, yw = xa[window], ya[window]
     tw = ta[window] if ta is not None else None
     span = float(xw[-1] - xw[0]) if len(xw) else 0.0
-    min_span = options.min_span_steps if axis == "step" else options.min_span_seconds
     warm = w_x if k > 0 else None
     if len(xw) < options.min_points or span < min_span:
         more_pts = max(0, options.min_points - len(xw))
-        more_x = max(0.0, min_span - span)
-        return SignalVerdict(
-            INCONCLUSIVE,
-            reason="too short after the warm-up" if warm is not None else "too short",
-            n=len(xw),
-            warmup_end_x=warm,
-            needed=_needed_text(more_pts, more_x, word),
-            **base,
-        )
-    alpha = (1.0 - options.confidence) / max(1, n_tests)
-    whole = _judge_window(xw, yw, tw, options, alpha, base, signal, n_tests)
+        return _too_short(base, len(xw), warm, more_pts, max(0.0, min_span - span), word)
+    whole = _judge_window(xw, yw, tw, options, alpha, base, signal, n_tests, False)
     whole = replace(whole, warmup_end_x=warm)
     half = len(xw) // 2
     if whole.verdict == LEAK or len(xw) - half < options.min_points:
         return whole
     if float(xw[-1] - xw[half]) < min_span:
         return whole
-    # A second look at the recent half: leaks that start late (the allocator's
-    # free space absorbed them first) show there. Each look gets half of alpha.
+    # The recent half: leaks that start late (the allocator's free space
+    # absorbed them first) show there.
+    th = tw[half:] if tw is not None else None
     recent = _judge_window(
-        xw[half:],
-        yw[half:],
-        tw[half:] if tw is not None else None,
-        options,
-        alpha / 2.0,
-        base,
-        signal,
-        n_tests * 2,
+        xw[half:], yw[half:], th, options, alpha, base, signal, n_tests * 2, False
     )
     if recent.verdict == LEAK:
         return replace(recent, warmup_end_x=float(xw[half]), reason=recent.reason + " lately")
     return whole
+
+
+def _too_short(
+    base: Dict[str, Any], n: int, warm: Optional[float], points: int, span: float, word: str
+) -> SignalVerdict:
+    return SignalVerdict(
+        INCONCLUSIVE,
+        reason="too short after the warm-up" if warm is not None else "too short",
+        n=n,
+        warmup_end_x=warm,
+        needed=_needed_text(points, span, word),
+        **base,
+    )
 
 
 def _judge_window(
@@ -182,13 +204,13 @@ def _judge_window(
     base: Dict[str, Any],
     signal: str,
     n_tests: int,
+    floor: bool,
 ) -> SignalVerdict:
     axis, unit, fam = base["axis"], base["unit"], base["family"]
     word = "steps" if axis == "step" else "seconds"
     span = float(xw[-1] - xw[0])
     sps = steps_per_second(xw, tw) if axis == "step" and tw is not None else None
-    floor = sawtooth_floor(xw, yw)
-    xj, yj = floor if floor is not None else (xw, yw)
+    xj, yj = xw, yw
     z_crit = float(-special.ndtri(alpha))
     tr = fit_trend(xj, yj, z_crit, options.max_points)
     level = float(np.median(yw))
@@ -211,7 +233,7 @@ def _judge_window(
         last_value=float(yw[-1]),
         growth=growth,
         steps_per_s=sps,
-        floor=floor is not None,
+        floor=floor,
         inflation=tr.inflation,
         growing=significant and tr.slope >= rate_thr,
         **base,
@@ -229,12 +251,12 @@ def _judge_window(
                 **common,
             )
         conf = max(0.0, min(1.0, 1.0 - tr.p_value * max(1, n_tests)))
-        what = "floor of a sawtooth rises" if floor is not None else "grows"
+        what = "floor of a sawtooth rises" if floor else "grows"
         return SignalVerdict(LEAK, reason=f"{what} {fmt(tr.slope)}", confidence=conf, **common)
     se = _standard_error(tr, z_crit)
     if tr.ci_high < thr:
         conf = float(special.ndtr((thr - tr.slope) / se)) if se > 0 else 1.0
-        why = "floor of a sawtooth is flat" if floor is not None else "no growth"
+        why = "floor of a sawtooth is flat" if floor else "no growth"
         return SignalVerdict(NO_LEAK, reason=f"{why} above {fmt(thr)}", confidence=conf, **common)
     if growth_stopped(xj, yj, thr, options.max_points):
         return SignalVerdict(
