@@ -37,7 +37,12 @@ def _fit(xs: Sequence[float], ys: Sequence[float]) -> Tuple[float, float, float,
 
 
 def _signal(
-    name: str, base: float, per_step: float, noise: float, steps: int, warmup: int,
+    name: str,
+    base: float,
+    per_step: float,
+    noise: float,
+    steps: int,
+    warmup: int,
     rng: random.Random,
 ) -> Tuple[Series, Dict[str, Any]]:
     xs = list(range(1, steps + 1))
@@ -131,14 +136,25 @@ def make_record(
         for name, base, slope, noise in specs:
             series[name], sums[name] = _signal(name, base, slope, noise, steps, warmup, rng)
             if sums[name]["verdict"] == "leak" and name in ("rss_bytes", "tensors"):
-                f = _finding(pid, name, sums[name], series[name].value[-1], limit_bytes,
-                             hostile, steps)
+                f = _finding(
+                    pid, name, sums[name], series[name].value[-1], limit_bytes, hostile, steps
+                )
                 findings.append(f)
         argv = ["train.py", "--steps", str(steps)] + ([HOSTILE_ARG] if hostile else [])
         procs.append(
-            Process(pid=pid, parent_pid=None if i == 0 else 1000, role=role, rank=rank,
-                    worker_id=worker_id, argv=argv, python="3.11.2", started_at=1.7e9,
-                    ended="exit", steps=steps, series=series)
+            Process(
+                pid=pid,
+                parent_pid=None if i == 0 else 1000,
+                role=role,
+                rank=rank,
+                worker_id=worker_id,
+                argv=argv,
+                python="3.11.2",
+                started_at=1.7e9,
+                ended="exit",
+                steps=steps,
+                series=series,
+            )
         )
         signals[str(pid)] = sums
     verdict = "leak" if findings else "no_leak"

@@ -60,8 +60,10 @@ def test_same_leak_rate_persists_within_noise() -> None:
     assert {s.status for s in d.signals} == {"persisting"}
     assert {f.status for f in d.findings} == {"persisting"}
     assert d.exit_code == EXIT_OK
-    assert compare(g.leaky(seed=1), g.leaky(seed=2),
-                   CompareOptions(fail_on_persisting=True)).exit_code == EXIT_REGRESSION
+    assert (
+        compare(g.leaky(seed=1), g.leaky(seed=2), CompareOptions(fail_on_persisting=True)).exit_code
+        == EXIT_REGRESSION
+    )
 
 
 def test_faster_leak_regresses_slower_improves() -> None:
@@ -77,9 +79,9 @@ def test_faster_leak_regresses_slower_improves() -> None:
 def test_thresholds_filter_the_gate() -> None:
     fixed, leaky = g.fixed(), g.leaky()
     # a new leak below the floor (bytes and counts) or below the confidence does not fail
-    assert compare(fixed, leaky, CompareOptions(min_rate_bytes=10 * MIB,
-                                                min_rate_count=1000)).exit_code in (EXIT_OK,
-                                                                                    EXIT_REGRESSION)
+    assert compare(
+        fixed, leaky, CompareOptions(min_rate_bytes=10 * MIB, min_rate_count=1000)
+    ).exit_code in (EXIT_OK, EXIT_REGRESSION)
     gated = compare(fixed, leaky, CompareOptions(min_rate_bytes=10 * MIB, min_rate_count=1000))
     assert gated.regressions == []
     assert compare(fixed, leaky, CompareOptions(min_confidence=0.999)).exit_code == EXIT_OK
@@ -96,11 +98,19 @@ def test_rate_change_inside_overlapping_intervals_is_same_leak() -> None:
 
 def test_processes_match_by_role_rank_worker_then_order() -> None:
     before = g.leaky(roles=(("main", None, None), ("worker", None, 0), ("worker", None, 1)))
-    after = g.fixed(roles=(("worker", None, 1), ("main", None, None), ("child", None, None),
-                           ("worker", None, 0)))
+    after = g.fixed(
+        roles=(
+            ("worker", None, 1),
+            ("main", None, None),
+            ("child", None, None),
+            ("worker", None, 0),
+        )
+    )
     d = compare(before, after)
-    how = {m.label: (m.before.pid if m.before else None, m.after.pid if m.after else None, m.how)
-           for m in d.processes}
+    how = {
+        m.label: (m.before.pid if m.before else None, m.after.pid if m.after else None, m.how)
+        for m in d.processes
+    }
     assert how["main"] == (1000, 1001, "role")
     assert how["worker 0"] == (1001, 1003, "role")
     assert how["worker 1"] == (1002, 1000, "role")
@@ -118,8 +128,9 @@ def test_unmatched_roles_fall_back_to_order() -> None:
 
 def test_different_axes_schemas_and_signals_say_what_was_not_compared() -> None:
     before = g.leaky(command=["python", "a.py"])
-    after = dataclasses.replace(g.fixed(x_axis="time", command=["python", "b.py"]),
-                                schema="memprobe.run/0")
+    after = dataclasses.replace(
+        g.fixed(x_axis="time", command=["python", "b.py"]), schema="memprobe.run/0"
+    )
     p = after.processes[0]
     extra = dict(p.series)
     extra["cuda:0/allocated_bytes"] = extra.pop("py_objects")
@@ -152,10 +163,13 @@ def test_findings_match_by_culprit_then_signal() -> None:
 
 
 def test_signal_fits_tolerate_garbage_summaries() -> None:
-    r = dataclasses.replace(g.leaky(), signals={"1000": {"rss_bytes": {"verdict": 3,
-                                                                       "slope_per_step": "x",
-                                                                       "ci_low": None}},
-                                                "junk": 5})
+    r = dataclasses.replace(
+        g.leaky(),
+        signals={
+            "1000": {"rss_bytes": {"verdict": 3, "slope_per_step": "x", "ci_low": None}},
+            "junk": 5,
+        },
+    )
     fits = signal_fits(r)
     assert fits[1000]["rss_bytes"].verdict is None
     assert fits[1000]["rss_bytes"].peak is not None
@@ -187,8 +201,18 @@ def test_markdown_and_json_diff() -> None:
     doc = json.loads(diff_json(d))
     assert doc["schema"] == DIFF_SCHEMA and doc["exit_code"] == EXIT_REGRESSION
     assert doc["result"] == "regression"
-    assert sorted(doc) == ["after", "before", "exit_code", "findings", "notes", "per",
-                           "regressions", "result", "schema", "signals"]
+    assert sorted(doc) == [
+        "after",
+        "before",
+        "exit_code",
+        "findings",
+        "notes",
+        "per",
+        "regressions",
+        "result",
+        "schema",
+        "signals",
+    ]
     assert doc["regressions"] == d.regressions and d.regressions
     s = doc["signals"][0]
     assert sorted(s) == ["after", "before", "note", "per", "process", "signal", "status", "unit"]
@@ -214,15 +238,23 @@ def test_census_signal_absent_after_means_not_growing() -> None:
     pb, pa = before.processes[0], after.processes[0]
     sb = dict(pb.series, **{"container:__main__.losses:len": pb.series["tensors"]})
     sa = dict(pa.series, **{"container:re._cache:len": pa.series["tensors"]})
-    sums_b = dict(before.signals["1000"], **{
-        "container:__main__.losses:len": before.signals["1000"]["tensors"]})
-    sums_a = dict(after.signals["1000"], **{
-        "container:re._cache:len": after.signals["1000"]["tensors"]})
+    sums_b = dict(
+        before.signals["1000"],
+        **{"container:__main__.losses:len": before.signals["1000"]["tensors"]},
+    )
+    sums_a = dict(
+        after.signals["1000"], **{"container:re._cache:len": after.signals["1000"]["tensors"]}
+    )
     f = dataclasses.replace(before.findings[1], signal="container:__main__.losses:len")
-    before = dataclasses.replace(before, processes=[dataclasses.replace(pb, series=sb)],
-                                 signals={"1000": sums_b}, findings=[f])
-    after = dataclasses.replace(after, processes=[dataclasses.replace(pa, series=sa)],
-                                signals={"1000": sums_a})
+    before = dataclasses.replace(
+        before,
+        processes=[dataclasses.replace(pb, series=sb)],
+        signals={"1000": sums_b},
+        findings=[f],
+    )
+    after = dataclasses.replace(
+        after, processes=[dataclasses.replace(pa, series=sa)], signals={"1000": sums_a}
+    )
     d = compare(before, after)
     st = {s.signal: s for s in d.signals}
     # THEN it is fixed, not "not compared", and so is its finding
@@ -254,8 +286,9 @@ def test_gate_weighs_findings_not_every_signal() -> None:
 def test_inconclusive_before_at_the_same_rate_is_not_new() -> None:
     before = g.leaky(seed=1)
     sums = {k: dict(v, verdict="inconclusive") for k, v in before.signals["1000"].items()}
-    before = dataclasses.replace(before, signals={"1000": sums}, findings=[],
-                                 verdict="inconclusive")
+    before = dataclasses.replace(
+        before, signals={"1000": sums}, findings=[], verdict="inconclusive"
+    )
     d = compare(before, g.leaky(seed=2))
     assert {s.status for s in d.signals} == {"persisting"}
     assert d.exit_code == EXIT_OK

@@ -19,8 +19,15 @@ FIXED = str(DATA / "run-v1-synthetic-fixed.json")
 
 def memprobe(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, OMP_NUM_THREADS="1", COLUMNS="80")
-    return subprocess.run([sys.executable, "-m", "memprobe", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "memprobe", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def test_fixed_exits_ok(tmp_path: Path) -> None:
@@ -57,8 +64,7 @@ def test_formats(fmt: str, tmp_path: Path) -> None:
 
 def test_html(tmp_path: Path) -> None:
     out = tmp_path / "diff.html"
-    r = memprobe("diff", LEAKY, str(DATA / "run-v1-hostile.json"), "--html", str(out),
-                 cwd=tmp_path)
+    r = memprobe("diff", LEAKY, str(DATA / "run-v1-hostile.json"), "--html", str(out), cwd=tmp_path)
     assert r.returncode in (EXIT_OK, EXIT_REGRESSION), r.stderr
     page = out.read_text(encoding="utf-8")
     assert '"kind":"diff"' in page and "<script>alert(1)" not in page
@@ -66,8 +72,10 @@ def test_html(tmp_path: Path) -> None:
 
 def test_bad_input_names_the_file(tmp_path: Path) -> None:
     (tmp_path / "trunc.json").write_text(Path(LEAKY).read_text()[:500])
-    for args, name in (((LEAKY, "missing.json"), "missing.json"),
-                       (("trunc.json", FIXED), "trunc.json")):
+    for args, name in (
+        ((LEAKY, "missing.json"), "missing.json"),
+        (("trunc.json", FIXED), "trunc.json"),
+    ):
         r = memprobe("diff", *args, cwd=tmp_path)
         assert r.returncode == EXIT_BAD_INPUT, (r.stdout, r.stderr)
         assert "Traceback" not in r.stderr

@@ -62,18 +62,32 @@ class Chromium:
         to_chrome_r, self._w = os.pipe()
         self._r, from_chrome_w = os.pipe()
         args = [
-            exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            "--disable-default-apps", "--disable-extensions", "--mute-audio",
-            "--hide-scrollbars", f"--user-data-dir={profile}", "--remote-debugging-pipe",
-            "--window-size=1280,1600", "about:blank",
+            exe,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-default-apps",
+            "--disable-extensions",
+            "--mute-audio",
+            "--hide-scrollbars",
+            f"--user-data-dir={profile}",
+            "--remote-debugging-pipe",
+            "--window-size=1280,1600",
+            "about:blank",
         ]
         # chromium reads commands on fd 3 and writes replies and events on fd 4; a tiny
         # Python exec shim puts the pipe ends there (no preexec_fn in a threaded pytest)
         r, w = to_chrome_r, from_chrome_w
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", _EXEC_SHIM, str(r), str(w), *args], pass_fds=(r, w),
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [sys.executable, "-c", _EXEC_SHIM, str(r), str(w), *args],
+            pass_fds=(r, w),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         os.close(to_chrome_r)
         os.close(from_chrome_w)
@@ -81,8 +95,13 @@ class Chromium:
         self._id = 0
         self.events: List[Dict[str, Any]] = []
 
-    def send(self, method: str, params: Optional[Dict[str, Any]] = None,
-             session: Optional[str] = None, timeout: float = 30.0) -> Dict[str, Any]:
+    def send(
+        self,
+        method: str,
+        params: Optional[Dict[str, Any]] = None,
+        session: Optional[str] = None,
+        timeout: float = 30.0,
+    ) -> Dict[str, Any]:
         self._id += 1
         msg: Dict[str, Any] = {"id": self._id, "method": method, "params": params or {}}
         if session:
@@ -184,8 +203,9 @@ def _eval(b: Chromium, session: str, expr: str) -> Any:
 
 
 def _screenshot(b: Chromium, session: str, name: str) -> Path:
-    shot = b.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True},
-                  session=session)
+    shot = b.send(
+        "Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, session=session
+    )
     ARTIFACTS.mkdir(exist_ok=True)
     out = ARTIFACTS / name
     out.write_bytes(base64.b64decode(shot["data"]))
@@ -228,8 +248,12 @@ def test_report_html_projection_toggle(browser: Chromium) -> None:
     # WHEN the projection of the first chart is shown
     n = _eval(browser, session, "document.querySelectorAll('button.toggle').length")
     assert n >= 1
-    label = _eval(browser, session, """(() => { const b = document.querySelector('button.toggle');
-        b.click(); return b.textContent; })()""")
+    label = _eval(
+        browser,
+        session,
+        """(() => { const b = document.querySelector('button.toggle');
+        b.click(); return b.textContent; })()""",
+    )
     # THEN the button flips and nothing went wrong
     assert label == "hide projection"
     _screenshot(browser, session, "report-leaky.png")
@@ -247,7 +271,11 @@ def test_diff_html_renders(browser: Chromium) -> None:
     assert _problems(browser.events, session) == []
     sizes = _eval(browser, session, CHART_SIZES)
     assert len(sizes) == 3 and all(w > 100 and h > 100 for w, h in sizes), sizes
-    statuses = _eval(browser, session, """Array.from(document.querySelectorAll(
-        'table.diff-table tbody tr td:nth-child(3)')).map(td => td.textContent)""")
+    statuses = _eval(
+        browser,
+        session,
+        """Array.from(document.querySelectorAll(
+        'table.diff-table tbody tr td:nth-child(3)')).map(td => td.textContent)""",
+    )
     assert "fixed" in statuses
     assert g.HOSTILE_TYPE in _eval(browser, session, "document.body.innerText")

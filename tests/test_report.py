@@ -98,8 +98,20 @@ def test_json_report_is_findings_only_with_stable_keys() -> None:
     assert len(doc["findings"]) == len(record.findings) == 2
     f = doc["findings"][0]
     assert sorted(f) == [
-        "confidence", "culprit", "evidence", "explanation", "fix_hint", "kind", "pid",
-        "process", "projected_oom", "signal", "slope_per_s", "slope_per_step", "unit", "verdict",
+        "confidence",
+        "culprit",
+        "evidence",
+        "explanation",
+        "fix_hint",
+        "kind",
+        "pid",
+        "process",
+        "projected_oom",
+        "signal",
+        "slope_per_s",
+        "slope_per_step",
+        "unit",
+        "verdict",
     ]
     assert sorted(f["culprit"]) == ["holder", "holds_autograd_graph", "location", "type"]
     assert f["culprit"]["type"] == g.HOSTILE_TYPE  # data stays data in JSON
@@ -109,8 +121,9 @@ def test_json_report_is_findings_only_with_stable_keys() -> None:
 
 def test_json_report_survives_non_finite_numbers() -> None:
     record = g.leaky()
-    bad = dataclasses.replace(record.findings[0], slope_per_step=float("nan"),
-                              evidence={"x": float("inf")})
+    bad = dataclasses.replace(
+        record.findings[0], slope_per_step=float("nan"), evidence={"x": float("inf")}
+    )
     doc = json.loads(report_json(dataclasses.replace(record, findings=[bad])))
     assert doc["findings"][0]["slope_per_step"] is None
     assert doc["findings"][0]["evidence"] == {"x": None}
@@ -122,8 +135,9 @@ def test_html_report_embeds_data_safely() -> None:
     assert page.lower().count("<script") == 3 and page.lower().count("</script") == 3
     assert "alert(1)" in page and "<script>alert(1)" not in page
     assert "<img src=x" not in page and "<b>x</b>" not in page
-    data = re.search(r'<script type="application/json" id="memprobe-data">(.*?)</script>', page,
-                     re.S)
+    data = re.search(
+        r'<script type="application/json" id="memprobe-data">(.*?)</script>', page, re.S
+    )
     assert data is not None
     payload = json.loads(data.group(1))
     assert payload["kind"] == "report"

@@ -28,8 +28,15 @@ EXIT_BAD_INPUT = 2
 
 def memprobe(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, OMP_NUM_THREADS="1", COLUMNS="80")
-    return subprocess.run([sys.executable, "-m", "memprobe", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "memprobe", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def _one_line_error(r: subprocess.CompletedProcess[str], name: str) -> None:
@@ -42,8 +49,11 @@ def _one_line_error(r: subprocess.CompletedProcess[str], name: str) -> None:
 
 def test_there_are_golden_records() -> None:
     names = {p.name for p in GOLDEN}
-    assert {"run-v1-synthetic-leaky.json", "run-v1-synthetic-fixed.json",
-            "run-v1-hostile.json"} <= names
+    assert {
+        "run-v1-synthetic-leaky.json",
+        "run-v1-synthetic-fixed.json",
+        "run-v1-hostile.json",
+    } <= names
 
 
 @pytest.mark.parametrize("path", GOLDEN, ids=lambda p: p.name)
@@ -71,8 +81,7 @@ def test_lenient_minimal_record_loads() -> None:
     assert "rss_bytes" in report_markdown(record)
 
 
-@pytest.mark.parametrize("path", GOLDEN + [DATA / "lenient-v1-minimal.json"],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize("path", GOLDEN + [DATA / "lenient-v1-minimal.json"], ids=lambda p: p.name)
 def test_report_cli_on_every_record(path: Path, tmp_path: Path) -> None:
     r = memprobe("report", str(path), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
@@ -82,8 +91,7 @@ def test_report_cli_on_every_record(path: Path, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("fmt", ["markdown", "json"])
 def test_report_cli_formats(fmt: str, tmp_path: Path) -> None:
-    r = memprobe("report", str(DATA / "run-v1-synthetic-leaky.json"), "--format", fmt,
-                 cwd=tmp_path)
+    r = memprobe("report", str(DATA / "run-v1-synthetic-leaky.json"), "--format", fmt, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     if fmt == "json":
         doc = json.loads(r.stdout)
@@ -113,8 +121,13 @@ def test_report_html_file(tmp_path: Path) -> None:
 
 
 def test_report_html_unwritable(tmp_path: Path) -> None:
-    r = memprobe("report", str(DATA / "lenient-v1-minimal.json"), "--html",
-                 str(tmp_path / "no" / "such" / "dir" / "r.html"), cwd=tmp_path)
+    r = memprobe(
+        "report",
+        str(DATA / "lenient-v1-minimal.json"),
+        "--html",
+        str(tmp_path / "no" / "such" / "dir" / "r.html"),
+        cwd=tmp_path,
+    )
     assert r.returncode != 0 and "Traceback" not in r.stderr
     assert "r.html" in r.stderr
 
@@ -127,8 +140,11 @@ BAD_INPUTS: List[tuple] = [
     ("newer.json", b'{"schema": "memprobe.run/99", "processes": []}'),
     ("binary.json", bytes(range(256)) * 4),
     ("badproc.json", b'{"schema": "memprobe.run/1", "processes": [{"pid": "x"}]}'),
-    ("badseries.json", b'{"schema": "memprobe.run/1", "processes": [{"pid": 1, "series": '
-                       b'{"rss_bytes": {"step": [1], "t": [], "value": [1]}}}]}'),
+    (
+        "badseries.json",
+        b'{"schema": "memprobe.run/1", "processes": [{"pid": 1, "series": '
+        b'{"rss_bytes": {"step": [1], "t": [], "value": [1]}}}]}',
+    ),
     ("deep.json", b"[" * 100_000 + b"]" * 100_000),
 ]
 

@@ -31,9 +31,15 @@ pytestmark = pytest.mark.slow
 def memprobe(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, OMP_NUM_THREADS="1", COLUMNS="80")
     env.pop("MEMPROBE_CONFIG", None)
-    return subprocess.run([sys.executable, "-m", "memprobe", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "memprobe", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +48,16 @@ def runs() -> Iterator[Dict[str, Path]]:
         work = Path(d)
         out = {}
         for name, script in (("leaky", "leak_loss_list.py"), ("fixed", "ok_loss_item.py")):
-            r = memprobe("run", "--no-live", "-o", f"{name}.json", str(SAMPLES / script),
-                         "--steps", STEPS, cwd=work)
+            r = memprobe(
+                "run",
+                "--no-live",
+                "-o",
+                f"{name}.json",
+                str(SAMPLES / script),
+                "--steps",
+                STEPS,
+                cwd=work,
+            )
             assert r.returncode == 0, r.stderr[-2000:]
             out[name] = work / f"{name}.json"
         yield out
@@ -64,8 +78,9 @@ def test_report_shows_finding_and_fix_hint(runs: Dict[str, Path]) -> None:
     assert all(len(line) <= 80 for line in r.stdout.splitlines())
     md = memprobe("report", str(runs["leaky"]), "--format", "markdown", cwd=runs["leaky"].parent)
     assert md.returncode == 0 and "- fix:" in md.stdout
-    doc = json.loads(memprobe("report", str(runs["leaky"]), "--format", "json",
-                              cwd=runs["leaky"].parent).stdout)
+    doc = json.loads(
+        memprobe("report", str(runs["leaky"]), "--format", "json", cwd=runs["leaky"].parent).stdout
+    )
     assert doc["verdict"] == "leak" and any(f["fix_hint"] for f in doc["findings"])
 
 
@@ -80,8 +95,15 @@ def test_diff_fixed_exits_ok_and_reverse_regresses(runs: Dict[str, Path]) -> Non
 
 
 def test_html_in_headless_browser(runs: Dict[str, Path]) -> None:
-    from test_html_browser import BROWSER, CHART_SIZES, Chromium, _eval, _open, _problems, \
-        _screenshot
+    from test_html_browser import (
+        BROWSER,
+        CHART_SIZES,
+        Chromium,
+        _eval,
+        _open,
+        _problems,
+        _screenshot,
+    )
 
     if BROWSER is None:
         pytest.skip("no chromium installed")
@@ -89,8 +111,12 @@ def test_html_in_headless_browser(runs: Dict[str, Path]) -> None:
     cwd = runs["leaky"].parent
     report, diff = ARTIFACTS / "e2e-report-leaky.html", ARTIFACTS / "e2e-diff.html"
     assert memprobe("report", str(runs["leaky"]), "--html", str(report), cwd=cwd).returncode == 0
-    assert memprobe("diff", str(runs["leaky"]), str(runs["fixed"]), "--html", str(diff),
-                    cwd=cwd).returncode == EXIT_OK
+    assert (
+        memprobe(
+            "diff", str(runs["leaky"]), str(runs["fixed"]), "--html", str(diff), cwd=cwd
+        ).returncode
+        == EXIT_OK
+    )
     with tempfile.TemporaryDirectory(prefix="memprobe-chromium-") as profile:
         b = Chromium(BROWSER, profile)
         try:

@@ -70,7 +70,7 @@ def test_md_code_is_one_code_span(s: str) -> None:
     out = md_code(s)
     fence = re.match(r"`+", out)
     assert fence is not None
-    inner = out[len(fence.group(0)): len(out) - len(fence.group(0))]
+    inner = out[len(fence.group(0)) : len(out) - len(fence.group(0))]
     assert out.endswith(fence.group(0)) and fence.group(0) not in inner
     assert "|" not in out and "\n" not in out
 

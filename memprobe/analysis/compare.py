@@ -58,8 +58,7 @@ EXIT_BAD_INPUT = 2
 
 STATUSES = ("fixed", "persisting", "new", "improved", "regressed", "same", "not_compared")
 FAILING = frozenset({"new", "regressed"})
-STATUSES_BY_WEIGHT = ("new", "regressed", "persisting", "improved", "fixed", "same",
-                      "not_compared")
+STATUSES_BY_WEIGHT = ("new", "regressed", "persisting", "improved", "fixed", "same", "not_compared")
 
 
 @dataclass(frozen=True)
@@ -157,8 +156,12 @@ def _regressions(diff: RunDiff) -> List[str]:
         out.append("the run verdict turned to leak")
     if o.strict_signals:
         for s in diff.signals:
-            if s.status in failing and s.after is not None and s.after.verdict == "leak" and \
-                    _gated(s.rate_after, s.unit, s.after.confidence, o):
+            if (
+                s.status in failing
+                and s.after is not None
+                and s.after.verdict == "leak"
+                and _gated(s.rate_after, s.unit, s.after.confidence, o)
+            ):
                 out.append(f"signal {s.signal} in {s.process}: {s.status} leak")
     return list(dict.fromkeys(out))
 
@@ -197,13 +200,18 @@ def compare(
             fb, fa = sb.get(name), sa.get(name)
             present = [f for f in (fb, fa) if f is not None]
             # per step only where both fits are on steps (a worker may have none)
-            sper = "step" if per == "step" and all(
-                f.per == "step" and f.slope_per_step is not None for f in present) else "s"
+            sper = (
+                "step"
+                if per == "step"
+                and all(f.per == "step" and f.slope_per_step is not None for f in present)
+                else "s"
+            )
             if fa is None and fb is not None and m.after is not None and _tracked(m.after, name):
                 status = "fixed" if fb.verdict == "leak" else "same"
                 note = "not recorded after: it no longer grows"
-            elif fb is None and fa is not None and m.before is not None \
-                    and _tracked(m.before, name):
+            elif (
+                fb is None and fa is not None and m.before is not None and _tracked(m.before, name)
+            ):
                 status = "new" if fa.verdict == "leak" else "same"
                 note = "not recorded before: it did not grow"
             else:
@@ -264,8 +272,11 @@ def _status(
         lower = _change(b, a, per, options) < 0
         return ("improved" if lower else "persisting"), "the after run is inconclusive"
     if leak_a:
-        if b.verdict == "inconclusive" and rate(b, per) is not None \
-                and _change(b, a, per, options) == 0:
+        if (
+            b.verdict == "inconclusive"
+            and rate(b, per) is not None
+            and _change(b, a, per, options) == 0
+        ):
             return "persisting", "the before run was inconclusive at the same rate"
         return "new", ("the before run was inconclusive" if b.verdict == "inconclusive" else "")
     if a.verdict is None or b.verdict is None:
@@ -305,8 +316,13 @@ def _match_findings(
 
     def status(fb: Optional[Finding], fa: Optional[Finding], proc: str, signal: str) -> str:
         s = sig.get((proc, signal))
-        if s is not None and s.before is not None and s.after is not None \
-                and s.before.verdict is not None and s.after.verdict is not None:
+        if (
+            s is not None
+            and s.before is not None
+            and s.after is not None
+            and s.before.verdict is not None
+            and s.after.verdict is not None
+        ):
             return s.status  # the signal's own fits, with their intervals
         if s is not None and s.note.startswith("not recorded"):
             return s.status  # a census signal that stopped (or started) growing

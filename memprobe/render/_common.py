@@ -26,13 +26,15 @@ def points(series: Series, x_axis: str) -> Tuple[List[float], List[Optional[floa
     seconds."""
     vals = [float(v) if _finite(v) else None for v in series.value]
     if x_axis == "step":
-        pts = [(float(s), v) for s, v in zip(series.step, vals)
-               if isinstance(s, int) and not isinstance(s, bool)]
+        pts = [
+            (float(s), v)
+            for s, v in zip(series.step, vals)
+            if isinstance(s, int) and not isinstance(s, bool)
+        ]
         if pts:
             pts.sort(key=lambda p: p[0])
             return [p[0] for p in pts], [p[1] for p in pts], "step"
-    tp = sorted(((float(t), v) for t, v in zip(series.t, vals) if _finite(t)),
-                key=lambda p: p[0])
+    tp = sorted(((float(t), v) for t, v in zip(series.t, vals) if _finite(t)), key=lambda p: p[0])
     return [p[0] for p in tp], [p[1] for p in tp], "s"
 
 
@@ -99,9 +101,9 @@ def finding_title(f: Finding, record: RunRecord) -> str:
 def short_path(text: str, cwd: str = "") -> str:
     """A location made readable: relative to the run's cwd, or from site-packages on."""
     if cwd and text.startswith(cwd.rstrip("/") + "/"):
-        return text[len(cwd.rstrip("/")) + 1:]
+        return text[len(cwd.rstrip("/")) + 1 :]
     i = text.find("site-packages/")
-    return text[i + len("site-packages/"):] if i >= 0 else text
+    return text[i + len("site-packages/") :] if i >= 0 else text
 
 
 def finding_rows(f: Finding, cwd: str = "") -> List[Tuple[str, str]]:
@@ -117,8 +119,11 @@ def finding_rows(f: Finding, cwd: str = "") -> List[Tuple[str, str]]:
         rows.append(("line", short_path(clean(c["location"]), cwd)))
     alloc = f.evidence.get("allocated_at")
     if isinstance(alloc, list):
-        frames = [short_path(clean(a, 200), cwd) for a in alloc
-                  if clean(a, 200) != clean(c.get("location", ""))]
+        frames = [
+            short_path(clean(a, 200), cwd)
+            for a in alloc
+            if clean(a, 200) != clean(c.get("location", ""))
+        ]
         more = f" (+{len(frames) - 3} more)" if len(frames) > 3 else ""
         if frames:
             rows.append(("alloc", ", ".join(frames[:3]) + more))
@@ -136,8 +141,16 @@ def finding_rows(f: Finding, cwd: str = "") -> List[Tuple[str, str]]:
     return rows
 
 
-_EVIDENCE_SKIP = {"chain", "axis", "warmup_end_x", "reason", "x0", "x_end", "intercept",
-                  "allocated_at"}
+_EVIDENCE_SKIP = {
+    "chain",
+    "axis",
+    "warmup_end_x",
+    "reason",
+    "x0",
+    "x_end",
+    "intercept",
+    "allocated_at",
+}
 
 
 def _g(v: Any) -> str:
@@ -158,8 +171,11 @@ def evidence_text(f: Finding) -> str:
         if k == "n" and _finite(v):
             out.append(f"{_g(v)} samples")
         elif k == "window" and isinstance(v, list) and len(v) == 2 and all(map(_finite, v)):
-            out.append(f"fitted over {per}s {_g(v[0])}–{_g(v[1])}" if per == "step"
-                       else f"fitted over {fmt_duration(v[0])}–{fmt_duration(v[1])}")
+            out.append(
+                f"fitted over {per}s {_g(v[0])}–{_g(v[1])}"
+                if per == "step"
+                else f"fitted over {fmt_duration(v[0])}–{fmt_duration(v[1])}"
+            )
         elif k == "ci" and isinstance(v, list) and len(v) == 2 and all(map(_finite, v)):
             lo, hi = (fmt_bytes(x, True) if f.unit == "bytes" else fmt_count(x, True) for x in v)
             out.append(f"interval {lo} … {hi}/{per}")

@@ -96,13 +96,17 @@ def report_payload(record: RunRecord) -> Dict[str, Any]:
     procs = []
     for p in record.processes:
         pf = fits.get(p.pid, {})
-        procs.append({
-            "title": c.process_title(p),
-            "subtitle": f"{p.steps:,} steps" + ("" if p.has_agent else ", no agent"),
-            "argv": clean(" ".join(p.argv), 400),
-            "charts": [chart_payload(p, n, f, record)
-                       for n, f in sorted(pf.items(), key=lambda kv: c.row_rank(kv[1]))],
-        })
+        procs.append(
+            {
+                "title": c.process_title(p),
+                "subtitle": f"{p.steps:,} steps" + ("" if p.has_agent else ", no agent"),
+                "argv": clean(" ".join(p.argv), 400),
+                "charts": [
+                    chart_payload(p, n, f, record)
+                    for n, f in sorted(pf.items(), key=lambda kv: c.row_rank(kv[1]))
+                ],
+            }
+        )
     return {
         "kind": "report",
         "title": "memprobe report",
@@ -112,15 +116,20 @@ def report_payload(record: RunRecord) -> Dict[str, Any]:
         "meta": [
             ["command", clean(" ".join(record.command), 400)],
             ["cwd", clean(record.cwd, 300)],
-            ["run", f"{fmt_duration(record.duration_s)}, {c.max_steps(record):,} steps, "
-                    f"{c.exit_text(record)}"],
+            [
+                "run",
+                f"{fmt_duration(record.duration_s)}, {c.max_steps(record):,} steps, "
+                f"{c.exit_text(record)}",
+            ],
             ["limits", c.limits_text(record)],
             ["schema", clean(record.schema, 60)],
         ],
         "findings": [finding_payload(f, record) for f in record.findings],
         "processes": procs,
-        "events": [[f"{e.t:.1f} s", f"{clean(e.kind, 40)} (pid {e.pid}): {clean(e.message)}"]
-                   for e in record.events[:50]],
+        "events": [
+            [f"{e.t:.1f} s", f"{clean(e.kind, 40)} (pid {e.pid}): {clean(e.message)}"]
+            for e in record.events[:50]
+        ],
     }
 
 
@@ -149,10 +158,16 @@ def signal_row(s: SignalDiff) -> Dict[str, Any]:
         "signal": clean(s.signal, 120),
         "status": s.status,
         "cells": [
-            clean(s.process, 60), clean(s.signal, 120), s.status.replace("_", " "),
-            verdict(s.before), verdict(s.after),
-            rate_text(s.rate_before, s.per, s.unit), rate_text(s.rate_after, s.per, s.unit),
-            peak(s.before), peak(s.after), clean(s.note, 200),
+            clean(s.process, 60),
+            clean(s.signal, 120),
+            s.status.replace("_", " "),
+            verdict(s.before),
+            verdict(s.after),
+            rate_text(s.rate_before, s.per, s.unit),
+            rate_text(s.rate_after, s.per, s.unit),
+            peak(s.before),
+            peak(s.after),
+            clean(s.note, 200),
         ],
     }
 
@@ -179,20 +194,38 @@ def diff_payload(diff: RunDiff) -> Dict[str, Any]:
                 b = _series_xy(m.before, s.signal, "time")
                 a = _series_xy(m.after, s.signal, "time")
                 axis = "s"
-            charts.append({"name": clean(s.signal, 120), "unit": s.unit, "axis": axis,
-                           "status": s.status, "before": b, "after": a,
-                           "verdict": {"fixed": "no_leak", "new": "leak",
-                                       "regressed": "leak"}.get(s.status),
-                           "verdict_text": s.status.replace("_", " ")})
-        procs.append({"title": clean(m.label, 60), "subtitle": f"matched by {m.how}",
-                      "charts": charts})
-    findings = [{
-        "cells": [clean(f.process, 60), clean(f.signal, 120), f.status.replace("_", " "),
-                  clean(f.culprit_type or "–", 200), clean(f.holder or "–", 300),
-                  rate_text(_frate(f.before, f.per), f.per, _funit(f.before, f.after)),
-                  rate_text(_frate(f.after, f.per), f.per, _funit(f.before, f.after))],
-        "status": f.status,
-    } for f in diff.findings]
+            charts.append(
+                {
+                    "name": clean(s.signal, 120),
+                    "unit": s.unit,
+                    "axis": axis,
+                    "status": s.status,
+                    "before": b,
+                    "after": a,
+                    "verdict": {"fixed": "no_leak", "new": "leak", "regressed": "leak"}.get(
+                        s.status
+                    ),
+                    "verdict_text": s.status.replace("_", " "),
+                }
+            )
+        procs.append(
+            {"title": clean(m.label, 60), "subtitle": f"matched by {m.how}", "charts": charts}
+        )
+    findings = [
+        {
+            "cells": [
+                clean(f.process, 60),
+                clean(f.signal, 120),
+                f.status.replace("_", " "),
+                clean(f.culprit_type or "–", 200),
+                clean(f.holder or "–", 300),
+                rate_text(_frate(f.before, f.per), f.per, _funit(f.before, f.after)),
+                rate_text(_frate(f.after, f.per), f.per, _funit(f.before, f.after)),
+            ],
+            "status": f.status,
+        }
+        for f in diff.findings
+    ]
     return {
         "kind": "diff",
         "title": "memprobe diff",
@@ -201,16 +234,35 @@ def diff_payload(diff: RunDiff) -> Dict[str, Any]:
         "meta": [
             ["before", clean(" ".join(diff.before.command), 300)],
             ["after", clean(" ".join(diff.after.command), 300)],
-            ["verdicts", f"{c.verdict_word(diff.before.verdict)} → "
-                         f"{c.verdict_word(diff.after.verdict)}"],
+            [
+                "verdicts",
+                f"{c.verdict_word(diff.before.verdict)} → {c.verdict_word(diff.after.verdict)}",
+            ],
             ["rates", "per step" if diff.per == "step" else "per minute (time axis)"],
         ],
         "notes": [clean(n, 400) for n in diff.notes],
-        "signal_columns": ["process", "signal", "status", "before", "after", "rate before",
-                           "rate after", "peak before", "peak after", "note"],
+        "signal_columns": [
+            "process",
+            "signal",
+            "status",
+            "before",
+            "after",
+            "rate before",
+            "rate after",
+            "peak before",
+            "peak after",
+            "note",
+        ],
         "signal_rows": [signal_row(s) for s in diff.signals],
-        "finding_columns": ["process", "signal", "status", "type", "holder", "rate before",
-                            "rate after"],
+        "finding_columns": [
+            "process",
+            "signal",
+            "status",
+            "type",
+            "holder",
+            "rate before",
+            "rate after",
+        ],
         "finding_rows": findings,
         "processes": procs,
     }

@@ -35,8 +35,10 @@ def report_markdown(record: RunRecord) -> str:
         out += ["No findings.", ""]
     for i, f in enumerate(record.findings, 1):
         word = c.verdict_word(f.verdict)
-        out.append(f"{i}. **{md(word.upper() if f.verdict == 'leak' else word)}** "
-                   f"{md(c.finding_title(f, record))}")
+        out.append(
+            f"{i}. **{md(word.upper() if f.verdict == 'leak' else word)}** "
+            f"{md(c.finding_title(f, record))}"
+        )
         if f.explanation:
             out.append(f"   - *{md(f.explanation, 600)}*")
         for label, value in c.finding_rows(f, record.cwd):
@@ -49,8 +51,10 @@ def report_markdown(record: RunRecord) -> str:
         if not pf:
             out += ["No samples.", ""]
             continue
-        out += ["| signal | rate | verdict | peak | warm-up until | trend |",
-                "|---|---:|---|---:|---|---|"]
+        out += [
+            "| signal | rate | verdict | peak | warm-up until | trend |",
+            "|---|---:|---|---:|---|---|",
+        ]
         for name, fit in pf.items():
             verdict_cell = md(c.verdict_word(fit.verdict))
             if fit.verdict is not None:

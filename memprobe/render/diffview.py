@@ -31,8 +31,13 @@ __all__ = ["render_diff", "diff_markdown", "diff_json", "DIFF_SCHEMA", "result_t
 
 DIFF_SCHEMA = "memprobe.diff/1"
 STATUS_STYLE = {
-    "fixed": "bold green", "improved": "green", "persisting": "yellow", "new": "bold red",
-    "regressed": "bold red", "same": "dim", "not_compared": "dim italic",
+    "fixed": "bold green",
+    "improved": "green",
+    "persisting": "yellow",
+    "new": "bold red",
+    "regressed": "bold red",
+    "same": "dim",
+    "not_compared": "dim italic",
 }
 
 
@@ -72,8 +77,9 @@ def _quiet_line(diff: RunDiff) -> Optional[str]:
     return f"{len(quiet)} more signal(s) without a rate and with a similar peak: {names}{more}"
 
 
-def _side(rate: Optional[float], fit: Optional[SignalFit], per: str, unit: str,
-          note: str = "") -> Text:
+def _side(
+    rate: Optional[float], fit: Optional[SignalFit], per: str, unit: str, note: str = ""
+) -> Text:
     if fit is None:
         return Text("not growing" if note.startswith("not recorded") else "absent", style="dim")
     t = Text(_rate(rate, per, unit))
@@ -109,8 +115,14 @@ def render_diff(diff: RunDiff, console: Console) -> None:
         head.add_row(label, t)
     console.print(head)
     console.print()
-    table = Table(title="Signals", title_justify="left", title_style="bold underline",
-                  box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
+    table = Table(
+        title="Signals",
+        title_justify="left",
+        title_style="bold underline",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+        pad_edge=False,
+    )
     table.add_column("process", overflow="fold", max_width=12)
     table.add_column("signal", overflow="fold", ratio=1, min_width=10)
     table.add_column("status", no_wrap=True)
@@ -120,7 +132,8 @@ def render_diff(diff: RunDiff, console: Console) -> None:
         if _quiet(s):
             continue
         table.add_row(
-            Text(clean(s.process, 40)), Text(clean(s.signal, 120)),
+            Text(clean(s.process, 40)),
+            Text(clean(s.signal, 120)),
             Text(s.status.replace("_", " "), style=STATUS_STYLE.get(s.status, "")),
             _side(s.rate_before, s.before, s.per, s.unit, s.note),
             _side(s.rate_after, s.after, s.per, s.unit, s.note),
@@ -134,8 +147,14 @@ def render_diff(diff: RunDiff, console: Console) -> None:
         console.print(Padding(Text(quiet, style="dim"), (0, 0, 0, 1)))
         console.print()
     if diff.findings:
-        ft = Table(title="Findings", title_justify="left", title_style="bold underline",
-                   box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
+        ft = Table(
+            title="Findings",
+            title_justify="left",
+            title_style="bold underline",
+            box=box.SIMPLE_HEAD,
+            padding=(0, 1),
+            pad_edge=False,
+        )
         ft.add_column("process", overflow="fold", max_width=12)
         ft.add_column("signal", overflow="fold")
         ft.add_column("status", no_wrap=True)
@@ -143,10 +162,14 @@ def render_diff(diff: RunDiff, console: Console) -> None:
         ft.add_column("before", overflow="fold")
         ft.add_column("after", overflow="fold")
         for f in diff.findings:
-            ft.add_row(Text(clean(f.process, 40)), Text(clean(f.signal, 120)),
-                       Text(f.status.replace("_", " "), style=STATUS_STYLE.get(f.status, "")),
-                       Text(_culprit(f)), Text(_finding_rate(f.before, f.per)),
-                       Text(_finding_rate(f.after, f.per)))
+            ft.add_row(
+                Text(clean(f.process, 40)),
+                Text(clean(f.signal, 120)),
+                Text(f.status.replace("_", " "), style=STATUS_STYLE.get(f.status, "")),
+                Text(_culprit(f)),
+                Text(_finding_rate(f.before, f.per)),
+                Text(_finding_rate(f.after, f.per)),
+            )
         console.print(ft)
     if diff.notes:
         console.print(Text("Not compared / notes", style="bold underline"))
@@ -159,30 +182,49 @@ def diff_markdown(diff: RunDiff) -> str:
     out += [f"- {md(r, 200)}" for r in diff.regressions[:20]]
     out += [""] if diff.regressions else []
     for label, rec in (("Before", diff.before), ("After", diff.after)):
-        out.append(f"- {label}: {md_code(' '.join(rec.command), 200)} "
-                   f"({md(c.verdict_word(rec.verdict))})")
+        out.append(
+            f"- {label}: {md_code(' '.join(rec.command), 200)} ({md(c.verdict_word(rec.verdict))})"
+        )
     out += ["", "### Signals", ""]
     if diff.signals:
-        out += ["| process | signal | status | rate before | rate after | peak before "
-                "| peak after |", "|---|---|---|---:|---:|---:|---:|"]
+        out += [
+            "| process | signal | status | rate before | rate after | peak before | peak after |",
+            "|---|---|---|---:|---:|---:|---:|",
+        ]
     for s in (s for s in diff.signals if not _quiet(s)):
         status = md(s.status.replace("_", " "))
         if s.status in ("new", "regressed"):
             status = f"**{status}**"
-        cells = [md(s.process, 40), md_code(s.signal, 120), status,
-                 md(_rate(s.rate_before, s.per, s.unit)), md(_rate(s.rate_after, s.per, s.unit)),
-                 md(_peak(s.before, s.unit)), md(_peak(s.after, s.unit))]
+        cells = [
+            md(s.process, 40),
+            md_code(s.signal, 120),
+            status,
+            md(_rate(s.rate_before, s.per, s.unit)),
+            md(_rate(s.rate_after, s.per, s.unit)),
+            md(_peak(s.before, s.unit)),
+            md(_peak(s.after, s.unit)),
+        ]
         out.append("| " + " | ".join(cells) + " |")
     quiet = _quiet_line(diff)
     if quiet:
         out += ["", md(quiet, 1000)]
     if diff.findings:
-        out += ["", "### Findings", "", "| process | signal | status | culprit | rate before "
-                "| rate after |", "|---|---|---|---|---:|---:|"]
+        out += [
+            "",
+            "### Findings",
+            "",
+            "| process | signal | status | culprit | rate before | rate after |",
+            "|---|---|---|---|---:|---:|",
+        ]
         for f in diff.findings:
-            cells = [md(f.process, 40), md_code(f.signal, 120), md(f.status.replace("_", " ")),
-                     md_code(_culprit(f), 300), md(_finding_rate(f.before, f.per)),
-                     md(_finding_rate(f.after, f.per))]
+            cells = [
+                md(f.process, 40),
+                md_code(f.signal, 120),
+                md(f.status.replace("_", " ")),
+                md_code(_culprit(f), 300),
+                md(_finding_rate(f.before, f.per)),
+                md(_finding_rate(f.after, f.per)),
+            ]
             out.append("| " + " | ".join(cells) + " |")
     if diff.notes:
         out += ["", "### Not compared / notes", ""]
@@ -208,9 +250,16 @@ def _fit_json(fit: Optional[SignalFit], per: str) -> Optional[Dict[str, Any]]:
 
 
 def _signal_json(s: SignalDiff) -> Dict[str, Any]:
-    return {"process": s.process, "signal": s.signal, "unit": s.unit, "per": s.per,
-            "status": s.status, "note": s.note,
-            "before": _fit_json(s.before, s.per), "after": _fit_json(s.after, s.per)}
+    return {
+        "process": s.process,
+        "signal": s.signal,
+        "unit": s.unit,
+        "per": s.per,
+        "status": s.status,
+        "note": s.note,
+        "before": _fit_json(s.before, s.per),
+        "after": _fit_json(s.after, s.per),
+    }
 
 
 def _finding_json(f: FindingDiff) -> Dict[str, Any]:
@@ -218,12 +267,25 @@ def _finding_json(f: FindingDiff) -> Dict[str, Any]:
         if x is None:
             return None
         rate = x.slope_per_step if f.per == "step" else x.slope_per_s
-        return {"verdict": x.verdict, "rate": rate, "confidence": x.confidence,
-                "pid": x.pid, "fix_hint": x.fix_hint}
+        return {
+            "verdict": x.verdict,
+            "rate": rate,
+            "confidence": x.confidence,
+            "pid": x.pid,
+            "fix_hint": x.fix_hint,
+        }
 
-    return {"process": f.process, "signal": f.signal, "kind": f.kind, "status": f.status,
-            "type": f.culprit_type, "holder": f.holder, "per": f.per,
-            "before": side(f.before), "after": side(f.after)}
+    return {
+        "process": f.process,
+        "signal": f.signal,
+        "kind": f.kind,
+        "status": f.status,
+        "type": f.culprit_type,
+        "holder": f.holder,
+        "per": f.per,
+        "before": side(f.before),
+        "after": side(f.after),
+    }
 
 
 def diff_json(diff: RunDiff) -> str:
@@ -233,16 +295,27 @@ def diff_json(diff: RunDiff) -> str:
         "schema": DIFF_SCHEMA,
         "exit_code": code,
         "result": {EXIT_REGRESSION: "regression", EXIT_BAD_INPUT: "nothing_comparable"}.get(
-            code, "ok"),
+            code, "ok"
+        ),
         "per": diff.per,
         "regressions": diff.regressions,
-        "before": {"command": diff.before.command, "verdict": diff.before.verdict,
-                   "schema": diff.before.schema, "x_axis": diff.before.x_axis},
-        "after": {"command": diff.after.command, "verdict": diff.after.verdict,
-                  "schema": diff.after.schema, "x_axis": diff.after.x_axis},
+        "before": {
+            "command": diff.before.command,
+            "verdict": diff.before.verdict,
+            "schema": diff.before.schema,
+            "x_axis": diff.before.x_axis,
+        },
+        "after": {
+            "command": diff.after.command,
+            "verdict": diff.after.verdict,
+            "schema": diff.after.schema,
+            "x_axis": diff.after.x_axis,
+        },
         "signals": [_signal_json(s) for s in diff.signals],
         "findings": [_finding_json(f) for f in diff.findings],
         "notes": diff.notes,
     }
-    return json.dumps(c.json_safe(doc), indent=2, sort_keys=True, ensure_ascii=True,
-                      allow_nan=False) + "\n"
+    return (
+        json.dumps(c.json_safe(doc), indent=2, sort_keys=True, ensure_ascii=True, allow_nan=False)
+        + "\n"
+    )

@@ -55,14 +55,14 @@ def _page(title: str, payload: Dict[str, Any]) -> str:
         f"script-src {_csp_hash(uplot_js)} {_csp_hash(page_js)}"
     )
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{html.escape(csp)}\">\n"
-        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{html.escape(csp)}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{html.escape(clean(title, 200))}</title>\n"
         f"<style>\n{css}\n</style>\n</head>\n<body>\n"
-        "<main id=\"app\"><noscript>This report needs JavaScript to draw its charts."
+        '<main id="app"><noscript>This report needs JavaScript to draw its charts.'
         "</noscript></main>\n"
-        "<script type=\"application/json\" id=\"memprobe-data\">"
+        '<script type="application/json" id="memprobe-data">'
         f"{json_for_script(payload)}</script>\n"
         f"<script>{uplot_js}</script>\n<script>{page_js}</script>\n</body>\n</html>\n"
     )

@@ -50,8 +50,10 @@ def render_report(record: RunRecord, console: Console) -> None:
 
 def _verdict_text(fit: SignalFit) -> Text:
     word = c.verdict_word(fit.verdict)
-    t = Text(word.upper() if fit.verdict == "leak" else word,
-             style=c.VERDICT_STYLE.get(fit.verdict or "", "dim"))
+    t = Text(
+        word.upper() if fit.verdict == "leak" else word,
+        style=c.VERDICT_STYLE.get(fit.verdict or "", "dim"),
+    )
     if fit.verdict in ("leak", "no_leak"):
         t.append(f" {fmt_pct(fit.confidence)}", style="dim")
     return t
@@ -61,8 +63,9 @@ def _header(record: RunRecord, fits: Dict[int, Dict[str, SignalFit]]) -> Rendera
     grid = Table.grid(padding=(0, 1))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")
-    verdict = Text(c.verdict_word(record.verdict).upper(),
-                   style=c.VERDICT_STYLE.get(record.verdict, "bold"))
+    verdict = Text(
+        c.verdict_word(record.verdict).upper(), style=c.VERDICT_STYLE.get(record.verdict, "bold")
+    )
     conf = c.run_confidence(record, fits)
     if conf is not None:
         verdict.append(f"  confidence {fmt_pct(conf)}")
@@ -81,8 +84,9 @@ def _header(record: RunRecord, fits: Dict[int, Dict[str, SignalFit]]) -> Rendera
 
 def _finding(i: int, f: Finding, record: RunRecord) -> RenderableType:
     word = c.verdict_word(f.verdict)
-    head = Text(word.upper() if f.verdict == "leak" else word,
-                style=c.VERDICT_STYLE.get(f.verdict, "bold"))
+    head = Text(
+        word.upper() if f.verdict == "leak" else word, style=c.VERDICT_STYLE.get(f.verdict, "bold")
+    )
     if f.kind != "leak":
         head.append(f" [{clean(f.kind, 30)}]", style="magenta")
     head.append(" " + c.finding_title(f, record))
@@ -135,16 +139,22 @@ def _process(p: Process, fits: Dict[str, SignalFit], record: RunRecord) -> Rende
     warmups: Dict[str, List[str]] = {}
     for name, fit in sorted(fits.items(), key=lambda kv: c.row_rank(kv[1])):
         rate = fmt_rate(fit.slope_per_step, fit.slope_per_s, fit.unit)
-        table.add_row(Text(clean(name, 80)), Text(rate), _verdict_text(fit),
-                      Text(c.peak_text(fit)), _spark(p, name, fit))
+        table.add_row(
+            Text(clean(name, 80)),
+            Text(rate),
+            _verdict_text(fit),
+            Text(c.peak_text(fit)),
+            _spark(p, name, fit),
+        )
         w = c.warmup_text(fit)
         if w:
             warmups.setdefault(w, []).append(clean(name, 80))
     parts: List[RenderableType] = [title, Padding(table, (0, 0, 0, 2))]
     for end, names in warmups.items():
         which = "all signals" if len(names) == len(fits) else ", ".join(names)
-        parts.append(Padding(Text(f"warm-up (dim in trend) until {end}: {which}", style="dim"),
-                             (0, 0, 0, 2)))
+        parts.append(
+            Padding(Text(f"warm-up (dim in trend) until {end}: {which}", style="dim"), (0, 0, 0, 2))
+        )
     return Group(*parts)
 
 
@@ -178,7 +188,9 @@ def _finding_json(f: Finding, record: RunRecord) -> Dict[str, Any]:
         "slope_per_s": f.slope_per_s,
         "confidence": f.confidence,
         "projected_oom": f.projected_oom,
-        "culprit": None if f.culprit is None else {
+        "culprit": None
+        if f.culprit is None
+        else {
             "type": cul.get("type"),
             "holder": cul.get("holder"),
             "location": cul.get("location"),
@@ -198,5 +210,7 @@ def report_json(record: RunRecord) -> str:
         "command": record.command,
         "findings": [_finding_json(f, record) for f in record.findings],
     }
-    return json.dumps(c.json_safe(doc), indent=2, sort_keys=True, ensure_ascii=True,
-                      allow_nan=False) + "\n"
+    return (
+        json.dumps(c.json_safe(doc), indent=2, sort_keys=True, ensure_ascii=True, allow_nan=False)
+        + "\n"
+    )
