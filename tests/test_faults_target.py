@@ -39,7 +39,7 @@ def test_fork_without_exec(tmp_path: Path, schema: dict) -> None:
     assert main["steps"] > 20 and main["ended"] == "exit"
 
 
-@pytest.mark.parametrize("mode", ["chdir", "stdout", "gc"])
+@pytest.mark.parametrize("mode", ["chdir", "stdout", "gc", "closefds"])
 def test_target_changes_its_own_process(tmp_path: Path, schema: dict, mode: str) -> None:
     # GIVEN a target that changes cwd / replaces sys.stdout and sys.stderr / disables the GC
     out, report = (
@@ -65,6 +65,13 @@ def test_target_changes_its_own_process(tmp_path: Path, schema: dict, mode: str)
     main = [p for p in record["processes"] if p["role"] == "main"][0]
     assert main["steps"] == 60 and main["ended"] == "exit"
     assert len(main["series"]["rss_bytes"]["value"]) >= 10
+    if mode == "closefds":
+        # the target's file holds its own lines only (the agent's descriptor number was
+        # reused for it), and the agent kept sampling after reopening its own file
+        lines = Path(str(report) + ".data").read_text().splitlines()
+        assert lines == [f"target line {i}" for i in range(40)]
+        rss_steps = main["series"]["rss_bytes"]["step"]
+        assert max(s for s in rss_steps if s is not None) > 40
 
 
 def test_hundred_thousand_steps_per_second_not_slowed(tmp_path: Path) -> None:

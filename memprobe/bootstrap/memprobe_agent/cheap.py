@@ -16,12 +16,19 @@ class RssReader:
 
     def __init__(self) -> None:
         self._fd: Optional[int] = None
+        self._id: Optional[tuple] = None
+        self._open()
+
+    def _open(self) -> None:
         try:
             self._fd = os.open(f"/proc/{os.getpid()}/statm", os.O_RDONLY)
+            self._id = _file_id(self._fd)
         except OSError:
             self._fd = None
 
     def read(self) -> Optional[int]:
+        if self._fd is not None and _file_id(self._fd) != self._id:
+            self._open()  # the target closed our descriptor (os.closerange): the number is its
         if self._fd is not None:
             raw = os.pread(self._fd, 128, 0)
             return int(raw.split()[1]) * _PAGE
@@ -35,7 +42,7 @@ class RssReader:
             return None
 
     def close(self) -> None:
-        if self._fd is not None:
+        if self._fd is not None and _file_id(self._fd) == self._id:
             try:
                 os.close(self._fd)
             except OSError:
@@ -68,3 +75,12 @@ def cuda_signals(out: Dict[str, Any]) -> None:
 
 def python_blocks(out: Dict[str, Any]) -> None:
     out[wire.PY_BLOCKS] = sys.getallocatedblocks()
+
+
+def _file_id(fd: int) -> Optional[tuple]:
+    """(device, inode) of an open descriptor: tells our file from a reused number."""
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)

@@ -42,8 +42,9 @@ class Agent:
         self.last_step_t = float("-inf")
         self.last_bg_sample = float("-inf")
         self.fd: Optional[int] = None
-        path = os.path.join(self.run_dir, wire.proc_file_name(self.pid))
-        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self.path = os.path.join(self.run_dir, wire.proc_file_name(self.pid))
+        self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self._fd_id = _file_id(self.fd)
         self.rss = cheap.RssReader()
         self.ident = identity.Identity(forked_from)
         self.emit(self.ident.header(self.t0, forked_from))
@@ -55,7 +56,7 @@ class Agent:
         parent = self.pid
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        if self.fd is not None:
+        if self.fd is not None and _file_id(self.fd) == self._fd_id:
             try:
                 os.close(self.fd)
             except OSError:
@@ -85,12 +86,23 @@ class Agent:
         data = wire.safe_encode(message).encode("utf-8", "replace")
         try:
             with self._lock:
+                fd = self._own_fd(fd)
                 # O_APPEND + one write per line: lines from threads never interleave
                 while data:
                     n = os.write(fd, data)
                     data = data[n:]
         except OSError:
             self.fd = None  # disk full or folder gone: stop writing, never raise
+
+    def _own_fd(self, fd: int) -> int:
+        """Our file's descriptor; reopened when the target closed it (``os.closerange(3, ...)``
+        in daemonising code): the number may now be one of the target's own files, and a line
+        written there would corrupt them. Never closed here: it is not ours any more."""
+        if _file_id(fd) == self._fd_id:
+            return fd
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)  # no O_CREAT: folder gone, stop
+        self.fd, self._fd_id = fd, _file_id(fd)
+        return fd
 
     def event(self, kind: str, message: str) -> None:
         self.emit({"k": wire.K_EVENT, "t": self.now(), "kind": kind, "message": message})
@@ -178,6 +190,14 @@ class Agent:
         register(_optimizer_hook)
         self.event("step_hook", "registered torch's global optimizer step post-hook")
         return True
+
+
+def _file_id(fd: int) -> Optional[tuple]:
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
 
 
 def _optimizer_hook(optimizer: Any, args: Any, kwargs: Any) -> None:
