@@ -93,10 +93,13 @@ class TreeSampler:
             with proc.oneshot():
                 if proc.status() == psutil.STATUS_ZOMBIE:
                     return None  # exited, not yet reaped: its memory reads as 0, not a sample
-                values: Dict[str, float] = {wire.RSS: float(proc.memory_info().rss)}
+                rss = float(proc.memory_info().rss)
                 ppid = proc.ppid()
         except psutil.Error:  # gone between the listing and the read, or not ours to read
             return None
+        if rss <= 0:
+            return None  # mid-exit: its address space is already torn down
+        values: Dict[str, float] = {wire.RSS: rss}
         interval = self.full_interval(proc.pid, n_procs)
         due = now - self._last_full.get(proc.pid, float("-inf")) >= interval
         if due and proc.pid not in self._no_full:
@@ -113,6 +116,8 @@ class TreeSampler:
             except psutil.Error:
                 pass
             else:
+                if full.rss <= 0:  # it exited between the two reads
+                    return (proc.pid, ppid, values)
                 values[USS] = float(full.uss)
                 pss = getattr(full, "pss", None)  # Linux only
                 if pss is not None:

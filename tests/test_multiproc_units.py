@@ -127,7 +127,7 @@ def test_short_lived_children_are_summarised_not_recorded() -> None:
     # and the live table does not show them either, only counts them
     rows = process_rows(state)
     assert [r.kind for r in rows] == ["process", "total"]
-    assert rows[-1].label == "all (1) + 12 short-lived"
+    assert rows[-1].label == "all (1; 12 short-lived)"
 
 
 def test_worker_outside_samples_follow_the_steps_of_the_process_they_serve() -> None:
@@ -253,7 +253,7 @@ def test_live_table_with_many_processes_stays_one_screen() -> None:
     assert any(r.pid == leaker and r.verdict == "leak" for r in rows)
     group = next(r for r in rows if r.label == "workers (16)")
     assert group.verdict == "leak" and group.rss == pytest.approx(16 * 3e8 + 11 * 5e6)
-    assert rows[-1].label == "all (19) + 3 short-lived"
+    assert rows[-1].label == "all (19; 3 short-lived)"
     # AND rendered at 120 columns, every line fits and the labels read as they should
     out = io.StringIO()
     Console(file=out, width=120, force_terminal=False).print(build_table(state, 30.0, verdicts))

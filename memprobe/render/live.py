@@ -78,25 +78,29 @@ _ROW_STYLE = {"group": "bold", "more": "dim", "total": "bold"}
 
 def process_table(rows: List[Row]) -> Table:
     """The process rows (see memprobe.render.livegroups): one line each, grouped by role."""
-    table = Table(box=None, pad_edge=False, header_style="bold", expand=False)
-    for col, justify in (
-        ("process", "left"),
-        ("pid", "right"),
-        ("step", "right"),
-        ("RSS", "right"),
-        ("Δ RSS", "right"),
-        ("USS", "right"),
-        ("Δ USS", "right"),
-        ("RSS trend", "left"),
-        ("rate", "right"),
-        ("verdict", "left"),
+    table = Table(box=None, pad_edge=False, header_style="bold", expand=False,
+                  padding=(0, 1, 0, 0))
+    # fixed widths: numbers never get squeezed into "30…" by a long rate; 118 columns in all
+    for col, justify, width in (
+        ("process", "left", 24),
+        ("pid", "right", 7),
+        ("step", "right", 11),
+        ("RSS", "right", 6),
+        ("Δ RSS", "right", 7),
+        ("USS", "right", 6),
+        ("Δ USS", "right", 7),
+        ("RSS trend", "left", 14),
+        ("rate", "right", 15),
+        ("verdict", "left", 12),
     ):
-        table.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+        table.add_column(col, justify=justify, no_wrap=True, min_width=width,  # type: ignore[arg-type]
+                         max_width=width if col in ("process", "rate", "verdict") else None,
+                         overflow="ellipsis")
     for r in rows:
         style = "dim" if r.ended else _ROW_STYLE.get(r.kind, "")
         # labels carry process names from the target (argv, multiprocessing names)
         label = safe_text(("  " if r.indent else "") + r.label, style=style)
-        label.truncate(26, overflow="ellipsis")
+        label.truncate(24, overflow="ellipsis")
         step = f"{r.steps:,}" if r.steps else ("–" if r.kind == "process" else "")
         if r.steps and r.steps_per_s is not None:
             step += f" @{r.steps_per_s:,.0f}/s"
@@ -110,8 +114,8 @@ def process_table(rows: List[Row]) -> Table:
             compact_bytes(r.uss_delta, signed=True),
             Text(sparkline(r.trend, width=14), style="dim" if r.ended else "cyan"),
             Text(r.rate),
-            Text(("ended " if r.ended and not r.verdict else "")
-                 + r.verdict.replace("_", " "), style=VERDICT_STYLE.get(r.verdict, "dim")),
+            Text(("ended " if r.ended and not r.verdict else "") + r.verdict.replace("_", " "),
+                 style=VERDICT_STYLE.get(r.verdict.split(" ")[0], "dim")),
         )
     return table
 

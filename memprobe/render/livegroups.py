@@ -28,7 +28,7 @@ _GROUPS = (
     (wire.ROLE_WORKER, "worker", "workers"),
     (wire.ROLE_CHILD, "child", "children"),
 )
-_SEVERITY = {"leak": 0, "inconclusive": 1, "no_leak": 2, "": 3}
+_SEVERITY = {"leak": 0, "leak USS": 0, "leak PSS": 0, "inconclusive": 1, "no_leak": 2, "": 3}
 _SHORT = {wire.RSS: "RSS", USS: "USS", "pss_bytes": "PSS"}
 
 
@@ -87,7 +87,7 @@ def process_rows(state: RunState, verdicts: Optional[Verdicts] = None,
         if rest:
             rows.append(_sum_row("more", f"… {len(rest)} more {title}", rest, indent=True))
     if len(shown) > 1 or hidden:
-        label = f"all ({len(shown)})" + (f" + {hidden} short-lived" if hidden else "")
+        label = f"all ({len(shown)}" + (f"; {hidden} short-lived)" if hidden else ")")
         rows.append(_sum_row("total", label, [_process_row(state, p, w, {}) for p, w in shown]))
     return rows
 
@@ -136,16 +136,16 @@ def _process_row(state: RunState, p: ProcState, w: Who, verdicts: Verdicts,
 
 
 def _worst(pid: int, verdicts: Verdicts) -> Tuple[str, str]:
-    """The most severe verdict among the process' memory signals, RSS first on a tie;
-    named when it is not RSS ("leak · USS")."""
-    best: Tuple[int, int, str, str] = (9, 9, "", "")
-    for (vpid, signal), (verdict, rate) in verdicts.items():
-        if vpid != pid or signal not in _SHORT:
-            continue
-        cand = (_SEVERITY.get(verdict, 3), 0 if signal == wire.RSS else 1, verdict,
-                rate if signal == wire.RSS else f"{rate} {_SHORT[signal]}".strip())
-        best = min(best, cand)
-    return best[2], best[3]
+    """RSS's verdict and rate, unless another memory signal (USS, PSS) leaks: then that one,
+    named ("leak USS"). Rates keep their per-step (or per-second) part only."""
+    shown: Tuple[str, str] = verdicts.get((pid, wire.RSS), ("", ""))
+    if shown[0] != "leak":
+        for signal in (USS, "pss_bytes"):
+            verdict, rate = verdicts.get((pid, signal), ("", ""))
+            if verdict == "leak":
+                shown = (f"leak {_SHORT[signal]}", rate)
+                break
+    return shown[0], shown[1].split(" (")[0]
 
 
 def _keep(rows: List[Row], quota: int) -> Set[int]:
@@ -166,7 +166,7 @@ def _sum_row(kind: str, label: str, rows: List[Row], indent: bool = False) -> Ro
         return sum(known) if known else None
 
     live = [r for r in rows if not r.ended] or rows  # at the very end, the last values
-    leaks = sum(1 for r in rows if r.verdict == "leak")
+    leaks = sum(1 for r in rows if r.verdict.startswith("leak"))
     return Row(
         kind=kind,
         label=label,
