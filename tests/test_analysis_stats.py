@@ -193,7 +193,7 @@ def _steps_to_detection(ratio: float, seed: int, n_tests: int = 20) -> float:
 
 @pytest.mark.parametrize(
     "ratio, bound",
-    [(np.inf, 15), (1.0, 30), (0.3, 60), (0.1, 160), (0.03, 480), (0.01, 1280)],
+    [(np.inf, 30), (1.0, 40), (0.3, 80), (0.1, 160), (0.03, 480), (0.01, 960)],
 )
 def test_steps_to_detection_vs_slope_over_noise(ratio: float, bound: int) -> None:
     # GIVEN a leak of +64 KiB/step in Gaussian noise of 64 KiB / ratio, one of 20 signals

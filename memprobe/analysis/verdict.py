@@ -254,13 +254,23 @@ def _judge_window(
         what = "floor of a sawtooth rises" if floor else "grows"
         return SignalVerdict(LEAK, reason=f"{what} {fmt(tr.slope)}", confidence=conf, **common)
     se = _standard_error(tr, z_crit)
-    if tr.ci_high < thr:
+    growing = bool(common["growing"])
+    if tr.ci_high < thr and not growing:
         conf = float(special.ndtr((thr - tr.slope) / se)) if se > 0 else 1.0
         why = "floor of a sawtooth is flat" if floor else "no growth"
         return SignalVerdict(NO_LEAK, reason=f"{why} above {fmt(thr)}", confidence=conf, **common)
-    if growth_stopped(xj, yj, thr, options.max_points):
+    if not growing and growth_stopped(xj, yj, thr, options.max_points):
         return SignalVerdict(
             NO_LEAK, reason=f"no growth above {fmt(thr)} lately", confidence=0.9, **common
+        )
+    if clear and tr.slope >= rate_thr:
+        # growing at a rate that counts, but not yet by enough in total
+        more = max(1.0, (thr - tr.slope) * span / tr.slope)
+        return SignalVerdict(
+            INCONCLUSIVE,
+            reason=f"grows {fmt(tr.slope)}, not yet {fmt(thr * span).split('/')[0]} in all",
+            needed=f"about {more:.0f} more {word}",
+            **common,
         )
     if clear:
         reason = f"grows {fmt(tr.slope)}, under the {fmt(thr)} that counts"

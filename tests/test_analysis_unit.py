@@ -1,0 +1,361 @@
+"""Unit tests of the leak detector: pure functions, small hand-made series."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+import numpy as np
+import pytest
+
+from memprobe.analysis import (
+    DetectOptions,
+    LiveJudge,
+    analyze,
+    family_of,
+    judge_series,
+    prepare,
+    project_oom,
+    unit_of,
+)
+from memprobe.analysis.trend import sawtooth_floor
+from memprobe.analysis.warmup import detect_warmup
+from memprobe.record import ExitInfo, Limits, Process, RunRecord, Series
+
+STEPS = np.arange(200.0)
+
+
+def _record(
+    series: Dict[str, np.ndarray],
+    limits: Optional[Limits] = None,
+    stride: int = 1,
+    dt: float = 0.05,
+    role: str = "main",
+) -> RunRecord:
+    n = len(next(iter(series.values())))
+    steps: List[Optional[int]] = [i * stride for i in range(n)]
+    t = [i * dt for i in range(n)]
+    proc = Process(
+        pid=42,
+        role=role,
+        series={
+            k: Series(step=list(steps), t=list(t), value=list(map(float, v)))
+            for k, v in series.items()
+        },
+    )
+    return RunRecord(
+        command=["train.py"],
+        cwd="/",
+        started_at=0.0,
+        duration_s=n * dt,
+        exit=ExitInfo(code=0),
+        limits=limits or Limits(ram_bytes=8 * 2**30, ram_source="machine"),
+        x_axis="step",
+        processes=[proc],
+    )
+
+
+def test_units_and_families_follow_the_name() -> None:
+    # GIVEN signal names, known and new
+    # WHEN their unit and family are asked
+    # THEN a name ending in "bytes" is bytes, and families follow the prefixes
+    assert unit_of("rss_bytes") == "bytes"
+    assert unit_of("cuda:1/reserved_bytes") == "bytes"
+    assert unit_of("objects:torch.Tensor") == "count"
+    assert unit_of("some_future_signal") == "count"
+    assert family_of("rss_bytes") == "memory"
+    assert family_of("tensors:grad_fn_count") == "object"
+    assert family_of("graph:largest") == "object"
+    assert family_of("container:__main__.losses:len") == "heap"
+    assert family_of("py_alloc_blocks") == "heap"
+    assert family_of("cuda:0/max_allocated_bytes") == "peak"
+    assert family_of("cuda:0/reserved_bytes") == "allocator"
+    assert family_of("cuda:0/allocated_bytes") == "memory"
+
+
+def test_prepare_uses_steps_and_drops_unstepped_and_bad_samples() -> None:
+    # GIVEN a series with steps, a time-only sample, a NaN and two samples at one step
+    s = Series(
+        step=[None, 1, 2, 2, 3, 4],
+        t=[0.0, 0.1, 0.2, 0.25, 0.3, 0.4],
+        value=[5.0, 10.0, 12.0, 11.0, float("nan"), 14.0],
+    )
+    # WHEN it is prepared
+    p = prepare(s)
+    # THEN x is steps, the time-only sample and the NaN are gone, one step keeps its lowest value
+    assert p.axis == "step"
+    assert p.x.tolist() == [1.0, 2.0, 4.0]
+    assert p.y.tolist() == [10.0, 11.0, 14.0]
+
+
+def test_prepare_falls_back_to_time_without_steps() -> None:
+    # GIVEN a program without steps
+    s = Series(step=[None] * 4, t=[0.0, 0.5, 1.0, 1.5], value=[1.0, 2.0, 3.0, 4.0])
+    # WHEN prepared THEN x is seconds
+    p = prepare(s)
+    assert p.axis == "time" and p.x.tolist() == [0.0, 0.5, 1.0, 1.5]
+
+
+def test_warmup_is_found_from_the_data() -> None:
+    # GIVEN a jump at step 3 (lazy optimizer state), then flat with noise
+    rng = np.random.default_rng(0)
+    y = np.where(STEPS < 3, 100e6, 150e6) + rng.normal(0, 1e5, 200)
+    # WHEN the warm-up is looked for
+    k = detect_warmup(STEPS, y)
+    # THEN it ends just after the jump, not at a fixed fraction
+    assert 3 <= k <= 10
+    # AND a steady leak has no warm-up to cut
+    assert detect_warmup(STEPS, 100e6 + 1e5 * STEPS + rng.normal(0, 1e5, 200)) <= 10
+
+
+def test_noise_free_count_plus_one_per_step_is_a_leak_within_tens_of_steps() -> None:
+    # GIVEN tensors holding a graph, one more per step, 30 samples
+    x = np.arange(30.0)
+    # WHEN judged as one of 50 signals
+    v = judge_series(x, 7 + x, "count", signal="tensors:grad_fn_count", n_tests=50)
+    # THEN it is a leak of exactly +1/step with high confidence
+    assert v.verdict == "leak"
+    assert v.slope_per_step == pytest.approx(1.0)
+    assert v.confidence > 0.99
+
+
+def test_flat_series_is_no_leak_and_says_why() -> None:
+    # GIVEN flat RSS with noise
+    y = 300e6 + np.random.default_rng(1).normal(0, 2e5, 200)
+    # WHEN judged
+    v = judge_series(STEPS, y, "bytes", signal="rss_bytes")
+    # THEN no leak, with a reason
+    assert v.verdict == "no_leak"
+    assert "no growth" in v.reason
+
+
+def test_plateau_is_no_leak() -> None:
+    # GIVEN a cache that fills for 60 steps then stays
+    y = 1e8 + np.minimum(STEPS, 60) * 1e6 + np.random.default_rng(2).normal(0, 1e5, 200)
+    # WHEN judged THEN no leak
+    assert judge_series(STEPS, y, "bytes").verdict == "no_leak"
+
+
+def test_sawtooth_with_flat_floor_is_no_leak_and_rising_floor_is_a_leak() -> None:
+    # GIVEN an epoch list cleared every 25 steps, and the same with a rising floor
+    flat = 100 + STEPS % 25
+    rising = flat + 0.3 * STEPS
+    # WHEN judged
+    v_flat = judge_series(STEPS, flat, "count")
+    v_rising = judge_series(STEPS, rising, "count")
+    # THEN the floor decides
+    assert sawtooth_floor(STEPS, flat) is not None
+    assert v_flat.verdict == "no_leak" and v_flat.floor
+    assert v_rising.verdict == "leak" and v_rising.floor
+    assert v_rising.slope == pytest.approx(0.3, rel=0.05)
+
+
+def test_too_few_samples_is_inconclusive_and_says_what_is_needed() -> None:
+    # GIVEN five samples
+    v = judge_series(np.arange(5.0), np.arange(5.0), "count")
+    # THEN inconclusive, asking for more
+    assert v.verdict == "inconclusive"
+    assert v.needed and "more samples" in v.needed
+
+
+def test_noisy_short_series_is_inconclusive_with_an_estimate() -> None:
+    # GIVEN a small leak buried in noise over 30 steps
+    x = np.arange(30.0)
+    y = 300e6 + 20e3 * x + np.random.default_rng(3).normal(0, 400e3, 30)
+    # WHEN judged
+    v = judge_series(x, y, "bytes")
+    # THEN inconclusive, with how many more steps are needed
+    assert v.verdict == "inconclusive"
+    assert v.needed is not None and "more steps" in v.needed
+
+
+def test_min_bytes_per_step_option_sets_what_counts() -> None:
+    # GIVEN a clean +8 KiB/step growth
+    y = 300e6 + 8192 * STEPS
+    # WHEN judged with the defaults and with a 1 MiB/step floor
+    default = judge_series(STEPS, y, "bytes")
+    strict = judge_series(STEPS, y, "bytes", DetectOptions(min_bytes_per_step=2**20))
+    # THEN only the defaults call it a leak
+    assert default.verdict == "leak"
+    assert strict.verdict != "leak"
+
+
+def test_analyze_fills_findings_verdict_signals_and_projection() -> None:
+    # GIVEN a run whose RSS grows 1 MiB/step from 1 GiB, with an 8 GiB RAM limit,
+    # and whose tensors with graphs grow +1/step
+    rng = np.random.default_rng(4)
+    rss = 2**30 + 2**20 * STEPS + rng.normal(0, 1e5, 200)
+    record = _record(
+        {"rss_bytes": rss, "tensors:grad_fn_count": 3 + STEPS, "objects:dict": 5000 + 0 * STEPS}
+    )
+    # WHEN analysed
+    a = analyze(record)
+    # THEN the run leaks; RSS leads, projected to reach 8 GiB at step 7,168 (7 GiB / 1 MiB)
+    assert a.verdict == "leak"
+    first = a.findings[0]
+    assert first.signal == "rss_bytes" and first.kind == "leak" and first.culprit is None
+    assert first.projected_oom is not None
+    assert first.projected_oom["limit_bytes"] == 8 * 2**30
+    assert first.projected_oom["step"] == pytest.approx(7 * 1024, rel=0.01)
+    # seconds follow the observed step rate (20 steps/s)
+    assert first.projected_oom["t_s"] == pytest.approx(first.projected_oom["step"] * 0.05, rel=0.02)
+    assert "limit" in first.explanation and first.evidence["n"] > 0
+    graph = next(f for f in a.findings if f.signal == "tensors:grad_fn_count")
+    assert graph.fix_hint and "item()" in graph.fix_hint
+    # AND per-signal summaries have what a report needs to draw the fit
+    summary = a.signals["42"]["rss_bytes"]
+    for key in (
+        "verdict",
+        "slope_per_step",
+        "slope_per_s",
+        "ci_low",
+        "ci_high",
+        "confidence",
+        "warmup_end_x",
+        "n",
+        "unit",
+        "x0",
+        "intercept",
+        "reason",
+    ):
+        assert key in summary
+    assert a.signals["42"]["objects:dict"]["verdict"] == "no_leak"
+
+
+def test_heap_count_alone_is_not_a_run_leak() -> None:
+    # GIVEN only a list of floats growing (+1/step) while heap blocks and RSS stay put
+    rss = 300e6 + np.random.default_rng(5).normal(0, 1e5, 200)
+    record = _record(
+        {
+            "rss_bytes": rss,
+            "container:__main__.losses:len": STEPS,
+            "py_alloc_blocks": 1e6 + 2 * STEPS,
+        }
+    )
+    # WHEN analysed
+    a = analyze(record)
+    # THEN the container's growth is reported but not called a run leak
+    assert a.verdict == "no_leak"
+    assert a.signals["42"]["container:__main__.losses:len"]["verdict"] == "inconclusive"
+    assert not a.findings
+
+
+def test_heap_count_backed_by_heap_blocks_is_a_leak() -> None:
+    # GIVEN a list of dicts gaining one per step and heap blocks +8/step
+    record = _record(
+        {"container:trainer.metrics_log:len": STEPS, "py_alloc_blocks": 1e6 + 8 * STEPS}
+    )
+    # WHEN analysed THEN it is a leak with a bounded-container hint
+    a = analyze(record)
+    assert a.verdict == "leak"
+    hints = {f.signal: f.fix_hint for f in a.findings}
+    assert "deque" in (hints["container:trainer.metrics_log:len"] or "")
+
+
+def test_fragmentation_is_a_finding_but_not_a_leak() -> None:
+    # GIVEN CUDA reserved growing 2 MiB/step while allocated stays flat
+    rng = np.random.default_rng(6)
+    record = _record(
+        {
+            "cuda:0/reserved_bytes": 1e9 + 2**21 * STEPS,
+            "cuda:0/allocated_bytes": 5e8 + rng.normal(0, 1e4, 200),
+            "rss_bytes": 3e8 + rng.normal(0, 1e5, 200),
+        },
+        limits=Limits(ram_bytes=2**34, gpu_bytes=[80 * 2**30]),
+    )
+    # WHEN analysed
+    a = analyze(record)
+    # THEN a fragmentation finding with the allocator hint, and the run is no leak
+    assert a.verdict == "no_leak"
+    frag = [f for f in a.findings if f.kind == "fragmentation"]
+    assert len(frag) == 1 and frag[0].verdict == "no_leak"
+    assert "expandable_segments" in (frag[0].fix_hint or "")
+
+
+def test_projection_uses_the_gpu_limit_for_cuda_signals() -> None:
+    # GIVEN a GPU allocation growing 1 GiB/step from 10 GiB on an 80 GiB device
+    v = judge_series(
+        np.arange(50.0), 10 * 2**30 + 2**30 * np.arange(50.0), "bytes", t=np.arange(50.0) * 2.0
+    )
+    proj = project_oom("cuda:0/allocated_bytes", v, Limits(ram_bytes=2**34, gpu_bytes=[80 * 2**30]))
+    # THEN it reaches 80 GiB at step 70, i.e. 140 s (2 s per step)
+    assert proj is not None
+    assert proj["step"] == 70 and proj["t_s"] == pytest.approx(140.0)
+    assert proj["limit_bytes"] == 80 * 2**30
+
+
+def test_worker_rss_leak_gets_the_dataloader_hint() -> None:
+    # GIVEN a DataLoader worker whose RSS climbs
+    record = _record({"rss_bytes": 2e8 + 5e5 * STEPS}, role="worker")
+    # WHEN analysed THEN the hint names the copy-on-access problem
+    a = analyze(record)
+    assert a.verdict == "leak"
+    assert "13246" in (a.findings[0].fix_hint or "")
+
+
+def test_time_axis_without_steps() -> None:
+    # GIVEN a program without steps whose RSS grows 100 KiB/s, sampled every 0.5 s
+    t = np.arange(0.0, 60.0, 0.5)
+    proc = Process(
+        pid=7,
+        series={
+            "rss_bytes": Series(
+                step=[None] * len(t), t=t.tolist(), value=(3e8 + 102400 * t).tolist()
+            )
+        },
+    )
+    record = RunRecord(
+        command=["x"],
+        cwd="/",
+        started_at=0.0,
+        duration_s=60.0,
+        exit=ExitInfo(code=0),
+        limits=Limits(ram_bytes=2**33),
+        x_axis="time",
+        processes=[proc],
+    )
+    # WHEN analysed THEN the rate is per second and there is no per-step rate
+    a = analyze(record)
+    f = a.findings[0]
+    assert a.verdict == "leak"
+    assert f.slope_per_step is None and f.slope_per_s == pytest.approx(102400, rel=0.01)
+    assert f.projected_oom is not None and f.projected_oom["step"] is None
+
+
+def test_live_judge_does_not_flicker_on_a_steady_run() -> None:
+    # GIVEN a steady borderline series re-judged as it grows, point by point
+    rng = np.random.default_rng(8)
+    n = 400
+    y = 300e6 + 3000 * np.arange(n) + rng.normal(0, 2e5, n)
+    judge = LiveJudge()
+    shown = []
+    for end in range(20, n, 4):
+        s = Series(step=list(range(end)), t=[i * 0.1 for i in range(end)], value=y[:end].tolist())
+        shown.append(judge.update(1, "rss_bytes", s).verdict)
+    # WHEN the stable labels are read
+    flips = sum(1 for a, b in zip(shown, shown[1:]) if {a, b} == {"leak", "no_leak"})
+    leaving_leak = sum(1 for a, b in zip(shown, shown[1:]) if a == "leak" and b != "leak")
+    # THEN it never jumps between leak and no_leak, and never leaves leak once there
+    assert flips == 0
+    assert leaving_leak == 0
+    assert judge.run_verdict() == shown[-1]
+
+
+def test_live_judge_needs_repeated_evidence_to_change() -> None:
+    # GIVEN a judge that has shown no_leak
+    judge = LiveJudge(hold=3)
+    flat = Series(step=list(range(50)), t=[i * 0.1 for i in range(50)], value=[1.0] * 50)
+    assert judge.update(1, "container:x:len", flat).verdict == "no_leak"
+    # WHEN a leak verdict arrives once, twice, three times
+    raw = judge_series(np.arange(50.0), np.arange(50.0), "count")
+    seen = [judge.observe(1, "container:x:len", raw).verdict for _ in range(3)]
+    # THEN it is shown only the third time
+    assert seen == ["no_leak", "no_leak", "leak"]
+
+
+def test_heap_count_growing_too_little_so_far_is_inconclusive() -> None:
+    # GIVEN a container gaining one item per step for 30 steps (under the 64 that count)
+    x = np.arange(30.0)
+    v = judge_series(x, 7 + x, "count", signal="container:trainer.log:len")
+    # THEN not "no_leak": it grows; inconclusive with how much longer to watch
+    assert v.verdict == "inconclusive"
+    assert v.needed is not None and "more steps" in v.needed
