@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from typing import Any, Dict, Optional, Sequence
 
@@ -19,15 +18,23 @@ from memprobe.analysis.series import (
 )
 from memprobe.analysis.trend import (
     MIN_FLOOR_POINTS,
-    Trend,
     fit_trend,
     growth_stopped,
     rise_over_band,
     sawtooth_floor,
 )
 from memprobe.analysis.warmup import detect_warmup
+from memprobe.analysis.wording import (
+    fmt_rate,
+    format_bytes,
+    more_needed,
+    needed_text,
+    standard_error,
+)
 
 LEAK, NO_LEAK, INCONCLUSIVE = "leak", "no_leak", "inconclusive"
+
+__all__ = ["INCONCLUSIVE", "LEAK", "NO_LEAK", "SignalVerdict", "format_bytes", "judge_series"]
 
 
 @dataclass(frozen=True)
@@ -190,7 +197,7 @@ def _too_short(
         reason="too short after the warm-up" if warm is not None else "too short",
         n=n,
         warmup_end_x=warm,
-        needed=_needed_text(points, span, word),
+        needed=needed_text(points, span, word),
         **base,
     )
 
@@ -238,7 +245,7 @@ def _judge_window(
         growing=significant and tr.slope >= rate_thr,
         **base,
     )
-    fmt = _fmt_rate(unit, word)
+    fmt = fmt_rate(unit, word)
     clear = significant and rise_over_band(xj, yj, tr.slope) >= options.min_rise_over_band
     if clear and tr.slope >= thr:
         limit = options.plateau_ratio * tr.slope
@@ -253,7 +260,7 @@ def _judge_window(
         conf = max(0.0, min(1.0, 1.0 - tr.p_value * max(1, n_tests)))
         what = "floor of a sawtooth rises" if floor else "grows"
         return SignalVerdict(LEAK, reason=f"{what} {fmt(tr.slope)}", confidence=conf, **common)
-    se = _standard_error(tr, z_crit)
+    se = standard_error(tr, z_crit)
     growing = bool(common["growing"])
     if tr.ci_high < thr and not growing:
         conf = float(special.ndtr((thr - tr.slope) / se)) if se > 0 else 1.0
@@ -277,57 +284,9 @@ def _judge_window(
     else:
         reason = f"not clear of its noise ({fmt(tr.ci_low)} .. {fmt(tr.ci_high)})"
     return SignalVerdict(
-        INCONCLUSIVE, reason=reason, needed=_more_needed(tr, thr, z_crit, span, word), **common
+        INCONCLUSIVE, reason=reason, needed=more_needed(tr, thr, z_crit, span, word), **common
     )
 
 
 def _default_family(unit: str) -> str:
     return "memory" if unit == "bytes" else "object"
-
-
-def _standard_error(tr: Trend, z_crit: float) -> float:
-    width = tr.ci_high - tr.ci_low
-    return width / (2.0 * z_crit * math.sqrt(tr.inflation)) if width > 0 else 0.0
-
-
-def _more_needed(tr: Trend, thr: float, z_crit: float, span: float, word: str) -> str:
-    """A slope's standard error shrinks as span^-3/2 under even sampling: how much
-    longer until either the leak or the no-leak side is clear at this noise."""
-    se = _standard_error(tr, z_crit)
-    if se <= 0:
-        return f"about {span:.0f} more {word}"
-    z_now = max(abs(tr.slope) / se, abs(thr - tr.slope) / se, 1e-9)
-    factor = (z_crit / z_now) ** (2.0 / 3.0)
-    if factor > 10:
-        return f"more than {9 * span:.0f} more {word}, or a less noisy signal"
-    return f"about {max(1.0, (factor - 1.0) * span):.0f} more {word}"
-
-
-def _needed_text(points: int, span: float, word: str) -> str:
-    parts = []
-    if points:
-        parts.append(f"{points} more samples")
-    if span > 0:
-        parts.append(f"{math.ceil(span)} more {word}")
-    return " and ".join(parts) or "more samples"
-
-
-def _fmt_rate(unit: str, word: str) -> Any:
-    per = "step" if word == "steps" else "s"
-
-    def fmt(v: float) -> str:
-        if unit == "bytes":
-            return f"{format_bytes(v)}/{per}"
-        return f"{v:+.3g}/{per}"
-
-    return fmt
-
-
-def format_bytes(v: float) -> str:
-    """+1.5 MiB style, signed."""
-    sign = "-" if v < 0 else "+"
-    a = abs(v)
-    for name, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if a >= size:
-            return f"{sign}{a / size:.3g} {name}"
-    return f"{sign}{a:.3g} B"
