@@ -67,6 +67,7 @@ def process_rows(state: RunState, verdicts: Optional[Verdicts] = None,
             continue
         shown.append((p, w))
     rows: List[Row] = []
+    singular = {title: one for _, one, title in _GROUPS}
     groups = [(title, [pw for pw in shown if pw[1].role == role]) for role, _, title in _GROUPS]
     groups = [(title, members) for title, members in groups if members]
     # greedy: earlier groups (main, ranks) get every row they need, while each later
@@ -85,7 +86,8 @@ def process_rows(state: RunState, verdicts: Optional[Verdicts] = None,
         rows.extend(r for r in built if id(r) in keep)
         rest = [r for r in built if id(r) not in keep]
         if rest:
-            rows.append(_sum_row("more", f"… {len(rest)} more {title}", rest, indent=True))
+            what = title if len(rest) > 1 else singular[title]
+            rows.append(_sum_row("more", f"… {len(rest)} more {what}", rest, indent=True))
     if len(shown) > 1 or hidden:
         label = f"all ({len(shown)}" + (f"; {hidden} short-lived)" if hidden else ")")
         rows.append(_sum_row("total", label, [_process_row(state, p, w, {}) for p, w in shown]))
