@@ -111,11 +111,12 @@ def take(max_objects: int, min_len: int, deadline_s: float) -> Dict[str, Any]:
     if total > max_objects:
         stride = -(-total // max_objects)
         objs = objs[::stride]
-    counts = collections.Counter(map(type, objs))
+    classes = list(map(type, objs))  # once: both passes below read it
+    counts = collections.Counter(classes)
     kinds = Kinds(counts)
     wanted = set(kinds.of) | CONTAINER_TYPES
-    picked = list(itertools.compress(objs, map(wanted.__contains__, map(type, objs))))
-    del objs
+    picked = list(itertools.compress(objs, map(wanted.__contains__, classes)))
+    del objs, classes
     by_kind: Dict[str, List[Any]] = collections.defaultdict(list)
     conts: List[Any] = []
     for obj in picked:

@@ -232,7 +232,7 @@ class Expensive:
             types.setdefault(name, {"count": n})
 
     def _suspicious(self, v: Dict[str, float], entries: List[Dict[str, Any]]) -> bool:
-        if any(e.get("grew", 0) >= SUSPICIOUS_DELTA for e in entries):
+        if any(e.get("grew", 0) >= SUSPICIOUS_DELTA and not e.get("scalar") for e in entries):
             return True
         keys = ("tensors:grad_fn_count", "graph:nodes", "ndarray:count", "modules:count",
                 "figures:count", "tensors:count")
