@@ -315,3 +315,26 @@ def test_real_loss_list_and_its_fixed_twin() -> None:
     assert any("container:__main__.losses:len" in x for x in r.regressions)
     out = _render(r, width=80)
     assert "REGRESSION" in out and "__main__.losses" in out
+
+
+def test_census_that_saw_no_growing_container_counts_as_not_growing() -> None:
+    # GIVEN a fixed run whose census looked at containers but found none growing
+    from memprobe.record import Process
+
+    before = g.leaky()
+    pb = before.processes[0]
+    sb = dict(pb.series, **{"container:__main__.losses:len": pb.series["tensors"]})
+    sums = dict(before.signals["1000"])
+    sums["container:__main__.losses:len"] = sums["tensors"]
+    before = dataclasses.replace(
+        before, processes=[dataclasses.replace(pb, series=sb)], signals={"1000": sums}
+    )
+    fixed = g.fixed(seed=2)
+    pa = fixed.processes[0]
+    with_census = dataclasses.replace(pa, census=[{"step": 5, "containers": [], "types": {}}])
+    without = dataclasses.replace(pa, census=[])
+    # THEN with the census it is fixed; without one it could not be compared
+    for proc, want in ((with_census, "fixed"), (without, "not_compared")):
+        after: Process = proc
+        d = compare(before, dataclasses.replace(fixed, processes=[after]))
+        assert {s.signal: s.status for s in d.signals}["container:__main__.losses:len"] == want

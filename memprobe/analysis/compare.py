@@ -58,6 +58,9 @@ EXIT_BAD_INPUT = 2
 
 STATUSES = ("fixed", "persisting", "new", "improved", "regressed", "same", "not_compared")
 FAILING = frozenset({"new", "regressed"})
+# census families recorded only while they grow, and the census entry key that shows
+# the census looked at them
+_CENSUS_KEYS = {"container": "containers", "objects": "types"}
 STATUSES_BY_WEIGHT = ("new", "regressed", "persisting", "improved", "fixed", "same", "not_compared")
 
 
@@ -287,11 +290,17 @@ def _status(
 def _tracked(p: Process, signal: str) -> bool:
     """Whether ``p`` recorded the family of ``signal`` (``container:...``, ``objects:...``).
 
-    Census signals are written only for what grows: when the family was recorded
-    but this member was not, the member did not grow in ``p``.
+    Census signals are written only for what grows: when ``p`` ran a census that
+    looks at this family (or recorded another member of it) but has no such
+    series, the member did not grow in ``p``.
     """
     family, sep, _ = signal.partition(":")
-    return bool(sep) and any(n.startswith(family + ":") for n in p.series)
+    if not sep:
+        return False
+    if any(n.startswith(family + ":") for n in p.series):
+        return True
+    key = _CENSUS_KEYS.get(family)
+    return key is not None and any(isinstance(c, dict) and key in c for c in p.census)
 
 
 def _match_findings(
