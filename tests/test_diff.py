@@ -319,8 +319,6 @@ def test_real_loss_list_and_its_fixed_twin() -> None:
 
 def test_census_that_saw_no_growing_container_counts_as_not_growing() -> None:
     # GIVEN a fixed run whose census looked at containers but found none growing
-    from memprobe.record import Process
-
     before = g.leaky()
     pb = before.processes[0]
     sb = dict(pb.series, **{"container:__main__.losses:len": pb.series["tensors"]})
