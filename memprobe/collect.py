@@ -210,14 +210,21 @@ class RunState:
             h = p.header
             parent = self.procs.get(p.ppid) if p.ppid is not None else None
             rank, local_rank, node = self._rank_env(p)
-            inherited = h.get("forked_from") is not None or bool(h.get("mp_child")) or (
-                parent is not None and parent.has_agent and self._rank_env(parent)[0] == rank)
+            inherited = (
+                h.get("forked_from") is not None
+                or bool(h.get("mp_child"))
+                or (parent is not None and parent.has_agent and self._rank_env(parent)[0] == rank)
+            )
             if p.worker_id is not None:
                 role = wire.ROLE_WORKER
             elif rank is not None and not inherited:
                 role = wire.ROLE_RANK
-            elif (p.has_agent and not main_seen and h.get("forked_from") is None
-                  and not (parent is not None and parent.has_agent)):
+            elif (
+                p.has_agent
+                and not main_seen
+                and h.get("forked_from") is None
+                and not (parent is not None and parent.has_agent)
+            ):
                 role = wire.ROLE_MAIN
                 main_seen = True
             else:
@@ -253,8 +260,11 @@ class RunState:
             return (None, None, None)
         # the node only means something when the job spans several of them
         several = local_world is not None and world is not None and world > local_world
-        return (rank, _opt_int(h.get("local_rank")), _opt_int(h.get("group_rank")) if several
-                else None)
+        return (
+            rank,
+            _opt_int(h.get("local_rank")),
+            _opt_int(h.get("group_rank")) if several else None,
+        )
 
     @staticmethod
     def _name(p: ProcState) -> Optional[str]:
@@ -266,8 +276,9 @@ class RunState:
         first = str(argv[0])
         if first == "-c":  # sys.argv hides the code: show its start from the full command line
             orig = p.header.get("orig_argv")
-            code = orig[orig.index("-c") + 1] if isinstance(orig, list) and "-c" in orig[:-1] \
-                else ""
+            code = (
+                orig[orig.index("-c") + 1] if isinstance(orig, list) and "-c" in orig[:-1] else ""
+            )
             return f"-c {' '.join(str(code).split())[:40]}".rstrip()
         return os.path.basename(first) or None
 
@@ -295,35 +306,51 @@ class RunState:
                 omitted[key] = omitted.get(key, 0) + 1
                 continue
             h = p.header
-            processes.append(Process(
-                pid=pid,
-                parent_pid=p.ppid,
-                role=w.role,
-                rank=w.rank,
-                worker_id=p.worker_id,
-                argv=[str(a) for a in h.get("argv", [])] if p.has_agent else list(p.program or []),
-                python=h.get("python") if isinstance(h.get("python"), str) else None,
-                started_at=h.get("wall_t0") if isinstance(h.get("wall_t0"), float) else None,
-                ended="exit" if p.exited else ("vanished" if p.has_agent else None),
-                has_agent=p.has_agent,
-                steps=p.steps,
-                series={name: _downsample(buf) for name, buf in _all_series(p).items()},
-                census=p.census,
-                local_rank=w.local_rank,
-                node=w.node,
-                name=w.name,
-            ))
+            processes.append(
+                Process(
+                    pid=pid,
+                    parent_pid=p.ppid,
+                    role=w.role,
+                    rank=w.rank,
+                    worker_id=p.worker_id,
+                    argv=[str(a) for a in h.get("argv", [])]
+                    if p.has_agent
+                    else list(p.program or []),
+                    python=h.get("python") if isinstance(h.get("python"), str) else None,
+                    started_at=h.get("wall_t0") if isinstance(h.get("wall_t0"), float) else None,
+                    ended="exit" if p.exited else ("vanished" if p.has_agent else None),
+                    has_agent=p.has_agent,
+                    steps=p.steps,
+                    series={name: _downsample(buf) for name, buf in _all_series(p).items()},
+                    census=p.census,
+                    local_rank=w.local_rank,
+                    node=w.node,
+                    name=w.name,
+                )
+            )
         events = list(self.events)
         if omitted:
             counts = sorted(omitted.items(), key=lambda kv: -kv[1])
             what = ", ".join(f"{n} × {k}" for k, n in counts)
-            events.append(Event(t=duration_s, pid=None, kind="short_lived",
-                                message=f"{sum(omitted.values())} short-lived process(es) "
-                                f"(< {SHORT_LIVED_S:g} s or < 3 samples) left out of the record: "
-                                f"{what}"))
+            events.append(
+                Event(
+                    t=duration_s,
+                    pid=None,
+                    kind="short_lived",
+                    message=f"{sum(omitted.values())} short-lived process(es) "
+                    f"(< {SHORT_LIVED_S:g} s or < 3 samples) left out of the record: "
+                    f"{what}",
+                )
+            )
         if self.garbage_lines:
-            events.append(Event(t=duration_s, pid=None, kind="garbage_lines",
-                                message=f"{self.garbage_lines} unreadable line(s) skipped"))
+            events.append(
+                Event(
+                    t=duration_s,
+                    pid=None,
+                    kind="garbage_lines",
+                    message=f"{self.garbage_lines} unreadable line(s) skipped",
+                )
+            )
         return RunRecord(
             command=list(self.command),
             cwd=self.cwd,
@@ -355,9 +382,13 @@ _ROLE_ORDER = {wire.ROLE_MAIN: 0, wire.ROLE_RANK: 1, wire.ROLE_WORKER: 2, wire.R
 def _order(w: Who, worker_id: Optional[int], pid: int) -> Tuple[int, int, int, int, int]:
     """main, then ranks, then workers, then children; by node, rank and worker id."""
     big = 1 << 30
-    return (_ROLE_ORDER.get(w.role, 9), w.node if w.node is not None else -1,
-            w.rank if w.rank is not None else big,
-            worker_id if worker_id is not None else big, pid)
+    return (
+        _ROLE_ORDER.get(w.role, 9),
+        w.node if w.node is not None else -1,
+        w.rank if w.rank is not None else big,
+        worker_id if worker_id is not None else big,
+        pid,
+    )
 
 
 def _all_series(p: ProcState) -> Dict[str, SeriesBuf]:
@@ -384,9 +415,21 @@ def _num(v: Any, default: float = 0.0) -> float:
 
 # header fields and the type each must have; a line with another type loses the field
 _HEADER_TYPES: Dict[str, Any] = {
-    "argv": list, "orig_argv": list, "python": str, "executable": str, "cwd": str,
-    "wall_t0": float, "t0": float, "pid": int, "ppid": int, "rank": int, "local_rank": int,
-    "world_size": int, "local_world_size": int, "group_rank": int, "worker_id": int,
+    "argv": list,
+    "orig_argv": list,
+    "python": str,
+    "executable": str,
+    "cwd": str,
+    "wall_t0": float,
+    "t0": float,
+    "pid": int,
+    "ppid": int,
+    "rank": int,
+    "local_rank": int,
+    "world_size": int,
+    "local_world_size": int,
+    "group_rank": int,
+    "worker_id": int,
     "forked_from": int,
 }
 
@@ -455,7 +498,8 @@ def rebuild(run_dir: str) -> RunRecord:
             elif m["k"] == wire.K_EXIT:
                 exit_msg = m
     state = RunState(
-        command=[str(a) for a in meta.get("command", [])] if isinstance(meta.get("command"), list)
+        command=[str(a) for a in meta.get("command", [])]
+        if isinstance(meta.get("command"), list)
         else [],
         cwd=str(meta.get("cwd", "")),
         started_at=_num(meta.get("started_at")),
@@ -469,8 +513,9 @@ def rebuild(run_dir: str) -> RunRecord:
             state.ingest(pid, m)
     readable = any(p.has_agent or p.series for p in state.procs.values())
     if not (meta or exit_msg or outside or readable):
-        raise RecordError(f"{run_dir} holds no readable memprobe data "
-                          f"({state.garbage_lines} unreadable line(s))")
+        raise RecordError(
+            f"{run_dir} holds no readable memprobe data ({state.garbage_lines} unreadable line(s))"
+        )
     if not state.started_at:
         walls = [p.header.get("wall_t0") for p in state.procs.values()]
         state.started_at = min((w for w in walls if isinstance(w, float)), default=0.0)
@@ -479,8 +524,9 @@ def rebuild(run_dir: str) -> RunRecord:
             argv = m.get("argv") if isinstance(m.get("argv"), list) else None
             state.ingest_outside(m["pid"], _num(m.get("t")), m["v"], _opt_int(m.get("ppid")), argv)
     for m in parent_events:
-        state.event(_num(m.get("t")), _opt_int(m.get("pid")), str(m.get("kind")),
-                    str(m.get("message")))
+        state.event(
+            _num(m.get("t")), _opt_int(m.get("pid")), str(m.get("kind")), str(m.get("message"))
+        )
     for p in state.procs.values():
         last_t = max(last_t, p.last_t)
     if exit_msg:
@@ -510,10 +556,11 @@ def _limits(raw: Any) -> Limits:
     if not isinstance(raw, dict):
         return Limits()
     gpu = raw.get("gpu_bytes")
-    return Limits(ram_bytes=_opt_int(raw.get("ram_bytes")),
-                  ram_source=str(raw.get("ram_source", "unknown")),
-                  gpu_bytes=[g for g in gpu if _opt_int(g) is not None]
-                  if isinstance(gpu, list) else [])
+    return Limits(
+        ram_bytes=_opt_int(raw.get("ram_bytes")),
+        ram_source=str(raw.get("ram_source", "unknown")),
+        gpu_bytes=[g for g in gpu if _opt_int(g) is not None] if isinstance(gpu, list) else [],
+    )
 
 
 def _first_argv(state: RunState) -> List[str]:

@@ -50,22 +50,34 @@ def merge_records(records: Sequence[RunRecord]) -> RunRecord:
         offset = i * PID_STRIDE if pids & taken else 0
         taken |= {pid + offset for pid in pids}
         for p in rec.processes:
-            processes.append(dataclasses.replace(
-                p,
-                pid=p.pid + offset,
-                parent_pid=_shift_pid(p.parent_pid, offset),
-                node=p.node if p.node is not None else node,
-                series={k: _shift_series(s, shift_t) for k, s in p.series.items()},
-                census=[{**c, "t": c["t"] + shift_t} if isinstance(c.get("t"), (int, float))
-                        else c for c in p.census],
-            ))
-        events.extend(dataclasses.replace(e, t=e.t + shift_t, pid=_shift_pid(e.pid, offset))
-                      for e in rec.events)
+            processes.append(
+                dataclasses.replace(
+                    p,
+                    pid=p.pid + offset,
+                    parent_pid=_shift_pid(p.parent_pid, offset),
+                    node=p.node if p.node is not None else node,
+                    series={k: _shift_series(s, shift_t) for k, s in p.series.items()},
+                    census=[
+                        {**c, "t": c["t"] + shift_t} if isinstance(c.get("t"), (int, float)) else c
+                        for c in p.census
+                    ],
+                )
+            )
+        events.extend(
+            dataclasses.replace(e, t=e.t + shift_t, pid=_shift_pid(e.pid, offset))
+            for e in rec.events
+        )
         what = " ".join(rec.command)[:200]
-        events.append(Event(t=shift_t, pid=None, kind="merged",
-                            message=f"node {node}: {len(rec.processes)} process(es) from "
-                            f"`{what}` (started {shift_t:+.1f} s)"
-                            + (f"; its pids are shown + {offset}" if offset else "")))
+        events.append(
+            Event(
+                t=shift_t,
+                pid=None,
+                kind="merged",
+                message=f"node {node}: {len(rec.processes)} process(es) from "
+                f"`{what}` (started {shift_t:+.1f} s)"
+                + (f"; its pids are shown + {offset}" if offset else ""),
+            )
+        )
     end = max(r.started_at + r.duration_s for r in records)
     first = records[0]
     return RunRecord(
@@ -107,7 +119,8 @@ def _shift_series(s: Series, dt: float) -> Series:
 
 def _first_failure(exits: List[ExitInfo]) -> ExitInfo:
     oom = any(e.oom_killed for e in exits) or (
-        False if all(e.oom_killed is False for e in exits) else None)
+        False if all(e.oom_killed is False for e in exits) else None
+    )
     for e in exits:
         if e.signal or e.code:
             return dataclasses.replace(e, oom_killed=oom)

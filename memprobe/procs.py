@@ -34,8 +34,9 @@ class TreeSampler:
     for the first time (what names a non-Python child in the table and the record).
     """
 
-    def __init__(self, root_pid: int, full_every_s: float = USS_EVERY_S,
-                 full_budget: float = FULL_BUDGET) -> None:
+    def __init__(
+        self, root_pid: int, full_every_s: float = USS_EVERY_S, full_budget: float = FULL_BUDGET
+    ) -> None:
         self.root_pid = root_pid
         self.full_every_s = full_every_s
         self.full_budget = full_budget

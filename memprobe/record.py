@@ -49,8 +49,10 @@ class Series:
             "series fields must be lists",
         )
         _require(len(t) == len(value) == len(step), "series lists have different lengths")
-        _require(all(_is_num(x) for x in t) and all(_is_num(x) for x in value),
-                 "series times and values must be numbers")
+        _require(
+            all(_is_num(x) for x in t) and all(_is_num(x) for x in value),
+            "series times and values must be numbers",
+        )
         _require(all(x is None or _is_int(x) for x in step), "series steps must be integers")
         return Series(step=step, t=t, value=value)
 

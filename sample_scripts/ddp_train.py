@@ -46,13 +46,20 @@ def main() -> None:
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     torch.manual_seed(rank)
-    model = DistributedDataParallel(nn.Sequential(nn.Linear(512, 256), nn.ReLU(),
-                                                  nn.Linear(256, 1)))
+    model = DistributedDataParallel(
+        nn.Sequential(nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 1))
+    )
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
     worst_batches = []
     if args.workers:
-        batches = iter(DataLoader(Noise(args.steps * args.batch), batch_size=args.batch,
-                                  num_workers=args.workers, multiprocessing_context="fork"))
+        batches = iter(
+            DataLoader(
+                Noise(args.steps * args.batch),
+                batch_size=args.batch,
+                num_workers=args.workers,
+                multiprocessing_context="fork",
+            )
+        )
     t0 = time.monotonic()
     for step in range(args.steps):
         x = next(batches) if args.workers else torch.randn(args.batch, 512)
@@ -66,8 +73,10 @@ def main() -> None:
         if delay > 0:
             time.sleep(delay)
     dist.barrier()
-    print(f"rank {rank} (local {os.environ.get('LOCAL_RANK')}): {args.steps} steps, "
-          f"kept {len(worst_batches)} batches")
+    print(
+        f"rank {rank} (local {os.environ.get('LOCAL_RANK')}): {args.steps} steps, "
+        f"kept {len(worst_batches)} batches"
+    )
     dist.destroy_process_group()
 
 

@@ -43,8 +43,9 @@ def main() -> None:
     t_build = time.monotonic()
     data = Captions(args.items)
     print(f"dataset: {len(data):,} items built in {time.monotonic() - t_build:.1f} s")
-    loader = DataLoader(data, batch_size=args.batch, num_workers=args.workers,
-                        multiprocessing_context="fork")
+    loader = DataLoader(
+        data, batch_size=args.batch, num_workers=args.workers, multiprocessing_context="fork"
+    )
     model = nn.Linear(1, 1)
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-6)
     steps = len(loader)

@@ -49,8 +49,12 @@ def main() -> None:
     total_steps = int(args.seconds * args.steps_per_s)
     leak_worker = -1 if args.leak else args.leak_worker
     data = Images(total_steps * args.batch, leak_worker)
-    loader = DataLoader(data, batch_size=args.batch, num_workers=args.workers,
-                        multiprocessing_context=args.start_method)
+    loader = DataLoader(
+        data,
+        batch_size=args.batch,
+        num_workers=args.workers,
+        multiprocessing_context=args.start_method,
+    )
     model = nn.Linear(64, 1)
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
     t0 = None

@@ -35,8 +35,9 @@ def main() -> None:
     if args.child:
         child(args.seconds)
         return
-    exporter = subprocess.Popen([sys.executable, __file__, "--child", "--seconds",
-                                 str(args.seconds)])
+    exporter = subprocess.Popen(
+        [sys.executable, __file__, "--child", "--seconds", str(args.seconds)]
+    )
     sleeper = subprocess.Popen(["sleep", str(args.seconds)])
     weights = [0.0] * 256
     t0 = time.monotonic()

@@ -25,19 +25,50 @@ TORCHRUN = Path(sys.executable).parent / "torchrun"  # installed with torch, bes
 # name -> the target and its arguments. Short runs: long enough for 10+ samples per worker
 # after its warm-up, short enough for the whole module to stay well under three minutes.
 RUNS: Dict[str, List[str]] = {  # longest first
-    "ddp": ["--", str(TORCHRUN), "--standalone", "--nproc-per-node", "2",
-            str(SAMPLES / "ddp_train.py"), "--steps", "300", "--steps-per-s", "60"],
+    "ddp": [
+        "--",
+        str(TORCHRUN),
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        str(SAMPLES / "ddp_train.py"),
+        "--steps",
+        "300",
+        "--steps-per-s",
+        "60",
+    ],
     # The agent's object census is switched off here (the hidden fault-injection switch makes
     # that collector fail at once): in a forked worker, gc.get_objects() touches every
     # object's refcount and so un-shares the whole heap itself, a jump of hundreds of MB
     # that buries the copy-on-access slope this test is about. Drop the switch once the
     # census is fork-aware.
-    "cow": ["--x-fail-collector", "expensive", str(SAMPLES / "mp_cow_dataset.py"),
-            "--items", "1500000", "--seconds", "12"],
-    "dl_spawn": [str(SAMPLES / "mp_dataloader.py"), "--start-method", "spawn",
-                 "--leak-worker", "0", "--seconds", "10"],
-    "dl_fork": [str(SAMPLES / "mp_dataloader.py"), "--start-method", "fork",
-                "--leak-worker", "1", "--seconds", "10"],
+    "cow": [
+        "--x-fail-collector",
+        "expensive",
+        str(SAMPLES / "mp_cow_dataset.py"),
+        "--items",
+        "1500000",
+        "--seconds",
+        "12",
+    ],
+    "dl_spawn": [
+        str(SAMPLES / "mp_dataloader.py"),
+        "--start-method",
+        "spawn",
+        "--leak-worker",
+        "0",
+        "--seconds",
+        "10",
+    ],
+    "dl_fork": [
+        str(SAMPLES / "mp_dataloader.py"),
+        "--start-method",
+        "fork",
+        "--leak-worker",
+        "1",
+        "--seconds",
+        "10",
+    ],
     "subproc": [str(SAMPLES / "mp_subprocess.py"), "--seconds", "10"],
     "pool": [str(SAMPLES / "mp_pool.py"), "--leak", "--seconds", "8"],
 }
@@ -46,7 +77,7 @@ RUNS: Dict[str, List[str]] = {  # longest first
 def _options(args: List[str]) -> List[str]:
     """memprobe's own options first, then the target (``--`` stays where it is)."""
     own = args[:2] if args[:1] == ["--x-fail-collector"] else []
-    return own + args[len(own):]
+    return own + args[len(own) :]
 
 
 class _Runs:
@@ -77,10 +108,22 @@ class _Runs:
     def _start(self, name: str) -> None:
         with open(self.tmp / f"{name}.log", "wb") as log:
             self.procs[name] = subprocess.Popen(
-                [sys.executable, "-m", "memprobe", "run", "--no-live", "-o",
-                 str(self.tmp / f"{name}.json"), *_options(RUNS[name])],
-                cwd=self.tmp, env=cli_env(), stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT)
+                [
+                    sys.executable,
+                    "-m",
+                    "memprobe",
+                    "run",
+                    "--no-live",
+                    "-o",
+                    str(self.tmp / f"{name}.json"),
+                    *_options(RUNS[name]),
+                ],
+                cwd=self.tmp,
+                env=cli_env(),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
 
     def record(self, name: str) -> Record:
         deadline = time.monotonic() + 300
@@ -120,8 +163,11 @@ def _procs(record: Record, role: str) -> List[Record]:
 
 def _leaks(record: Record, pid: int) -> Dict[str, Record]:
     """signal -> leak finding, for one process."""
-    return {f["signal"]: f for f in record["findings"]
-            if f["pid"] == pid and f["verdict"] == "leak" and f.get("kind", "leak") == "leak"}
+    return {
+        f["signal"]: f
+        for f in record["findings"]
+        if f["pid"] == pid and f["verdict"] == "leak" and f.get("kind", "leak") == "leak"
+    }
 
 
 def _verdict(record: Record, pid: int, signal: str) -> str:
@@ -157,8 +203,11 @@ def test_dataloader_workers_each_judged_on_their_own(
     workers = sorted(_procs(record, "worker"), key=lambda p: p["worker_id"])
     assert [w["worker_id"] for w in workers] == [0, 1]
     assert all(w["parent_pid"] == main["pid"] and w["has_agent"] for w in workers)
-    assert all(w["name"] == ("ForkProcess" if mode == "fork" else "SpawnProcess")
-               + f"-{w['worker_id'] + 1}" for w in workers)
+    assert all(
+        w["name"]
+        == ("ForkProcess" if mode == "fork" else "SpawnProcess") + f"-{w['worker_id'] + 1}"
+        for w in workers
+    )
     for w in workers:
         assert {"rss_bytes", "uss_bytes", "pss_bytes"} <= set(w["series"])
         assert len(w["series"]["uss_bytes"]["value"]) >= 8
@@ -187,8 +236,9 @@ def test_pool_workers_recorded_burst_summarised(pool: Record) -> None:
     # THEN only the two long-lived pool workers are in the record, named as multiprocessing
     # names them; the burst is one event, not eight processes
     assert len(children) == 2
-    assert all(c["name"].startswith("ForkPoolWorker-") and c["parent_pid"] == main["pid"]
-               for c in children)
+    assert all(
+        c["name"].startswith("ForkPoolWorker-") and c["parent_pid"] == main["pid"] for c in children
+    )
     (event,) = [e for e in pool["events"] if e["kind"] == "short_lived"]
     # 8 one-task processes, plus any replacement the pool starts as it closes
     burst = re.search(r"(\d+) × ForkPoolWorker", event["message"])
@@ -232,8 +282,7 @@ def test_torchrun_ranks_labelled_leak_on_rank_1_only(ddp: Record, schema: Dict[s
     (main,) = _procs(ddp, "main")
     assert main["name"] == "torchrun"
     ranks = sorted(_procs(ddp, "rank"), key=lambda p: p["rank"])
-    assert [(r["rank"], r["local_rank"], r["node"]) for r in ranks] == [(0, 0, None),
-                                                                       (1, 1, None)]
+    assert [(r["rank"], r["local_rank"], r["node"]) for r in ranks] == [(0, 0, None), (1, 1, None)]
     assert all(r["parent_pid"] == main["pid"] and r["steps"] == 300 for r in ranks)
     # AND the leak planted on rank 1 is reported on rank 1 only
     assert "rss_bytes" in _leaks(ddp, ranks[1]["pid"])

@@ -27,22 +27,53 @@ from memprobe.render.livegroups import process_rows
 T0 = 1_700_000_000.0
 
 
-def _header(pid: int, ppid: int, *, argv: Optional[List[str]] = None,
-            forked_from: Optional[int] = None, mp_child: bool = False,
-            env: Optional[Dict[str, int]] = None, t: float = 0.0) -> Dict[str, Any]:
+def _header(
+    pid: int,
+    ppid: int,
+    *,
+    argv: Optional[List[str]] = None,
+    forked_from: Optional[int] = None,
+    mp_child: bool = False,
+    env: Optional[Dict[str, int]] = None,
+    t: float = 0.0,
+) -> Dict[str, Any]:
     env = env or {}
-    return {"k": "header", "pid": pid, "ppid": ppid, "forked_from": forked_from,
-            "argv": argv or ["train.py"], "python": "3.11.7", "wall_t0": T0 + t,
-            "rank": env.get("RANK"), "local_rank": env.get("LOCAL_RANK"),
-            "world_size": env.get("WORLD_SIZE"), "local_world_size": env.get("LOCAL_WORLD_SIZE"),
-            "group_rank": env.get("GROUP_RANK"), "mp_child": mp_child}
+    return {
+        "k": "header",
+        "pid": pid,
+        "ppid": ppid,
+        "forked_from": forked_from,
+        "argv": argv or ["train.py"],
+        "python": "3.11.7",
+        "wall_t0": T0 + t,
+        "rank": env.get("RANK"),
+        "local_rank": env.get("LOCAL_RANK"),
+        "world_size": env.get("WORLD_SIZE"),
+        "local_world_size": env.get("LOCAL_WORLD_SIZE"),
+        "group_rank": env.get("GROUP_RANK"),
+        "mp_child": mp_child,
+    }
 
 
-def _samples(state: RunState, pid: int, n: int, start: float = 0.5, rss: float = 100e6,
-             per: float = 0.0, steps: bool = False) -> None:
+def _samples(
+    state: RunState,
+    pid: int,
+    n: int,
+    start: float = 0.5,
+    rss: float = 100e6,
+    per: float = 0.0,
+    steps: bool = False,
+) -> None:
     for i in range(n):
-        state.ingest(pid, {"k": "sample", "t": start + 0.5 * i, "step": i + 1 if steps else None,
-                           "v": {"rss_bytes": rss + per * i}})
+        state.ingest(
+            pid,
+            {
+                "k": "sample",
+                "t": start + 0.5 * i,
+                "step": i + 1 if steps else None,
+                "v": {"rss_bytes": rss + per * i},
+            },
+        )
 
 
 def _torchrun_state(nodes: int = 1, node: int = 0) -> RunState:
@@ -61,8 +92,13 @@ def _torchrun_state(nodes: int = 1, node: int = 0) -> RunState:
     for pid in (100, 101, 102, 103, 104):
         _samples(state, pid, 8, steps=pid in (101, 102))
     for i in range(6):
-        state.ingest_outside(105, 1.5 + 0.5 * i, {"rss_bytes": 1e6, "uss_bytes": 2e5}, ppid=101,
-                             argv=["sleep", "5"] if i == 0 else None)
+        state.ingest_outside(
+            105,
+            1.5 + 0.5 * i,
+            {"rss_bytes": 1e6, "uss_bytes": 2e5},
+            ppid=101,
+            argv=["sleep", "5"] if i == 0 else None,
+        )
     return state
 
 
@@ -86,10 +122,22 @@ def test_record_keeps_every_process_series_and_labels() -> None:
     record = _torchrun_state().build(ExitInfo(code=0), 5.0)
     by_pid = {p.pid: p for p in record.processes}
     # THEN main comes first, then ranks, workers, children; each keeps its own series
-    assert [p.role for p in record.processes] == ["main", "rank", "rank", "worker", "child",
-                                                  "child"]
+    assert [p.role for p in record.processes] == [
+        "main",
+        "rank",
+        "rank",
+        "worker",
+        "child",
+        "child",
+    ]
     assert [p.label for p in record.processes] == [
-        "main", "rank 0", "rank 1", "rank 1 worker 0", "rank 0 child sleep", "rank 1 child"]
+        "main",
+        "rank 0",
+        "rank 1",
+        "rank 1 worker 0",
+        "rank 0 child sleep",
+        "rank 1 child",
+    ]
     assert by_pid[103].worker_id == 0 and by_pid[103].parent_pid == 102
     assert all(len(p.series["rss_bytes"].value) >= 6 for p in record.processes)
     # the non-Python child: RSS from outside stands in, argv from psutil, no agent
@@ -142,14 +190,23 @@ def test_worker_outside_samples_follow_the_steps_of_the_process_they_serve() -> 
     assert state.procs[11].series["uss_bytes"].step == [40]
 
 
-def _rank_record(node_pid: int, started_at: float, group_rank: Optional[int],
-                 leak_rank: Optional[int] = None) -> RunRecord:
-    rec = make_record(roles=(("main", None, None), ("rank", 0, None), ("rank", 1, None)),
-                      steps=60, leak_bytes_per_step=0.0)
-    procs = [dataclasses.replace(p, pid=node_pid + i,
-                                 parent_pid=None if i == 0 else node_pid,
-                                 node=group_rank if p.role == "rank" else None)
-             for i, p in enumerate(rec.processes)]
+def _rank_record(
+    node_pid: int, started_at: float, group_rank: Optional[int], leak_rank: Optional[int] = None
+) -> RunRecord:
+    rec = make_record(
+        roles=(("main", None, None), ("rank", 0, None), ("rank", 1, None)),
+        steps=60,
+        leak_bytes_per_step=0.0,
+    )
+    procs = [
+        dataclasses.replace(
+            p,
+            pid=node_pid + i,
+            parent_pid=None if i == 0 else node_pid,
+            node=group_rank if p.role == "rank" else None,
+        )
+        for i, p in enumerate(rec.processes)
+    ]
     return dataclasses.replace(rec, processes=procs, started_at=started_at)
 
 
@@ -162,14 +219,20 @@ def test_merge_labels_nodes_shifts_clock_and_keeps_pids_apart(schema: Dict[str, 
     # THEN every process is there, labelled by node (position), pids of b moved clear of a's
     assert len(merged.processes) == 6
     assert [p.label for p in merged.processes] == [
-        "node 0 main", "node 0 rank 0", "node 0 rank 1",
-        "node 1 main", "node 1 rank 0", "node 1 rank 1"]
+        "node 0 main",
+        "node 0 rank 0",
+        "node 0 rank 1",
+        "node 1 main",
+        "node 1 rank 0",
+        "node 1 rank 1",
+    ]
     assert [p.pid for p in merged.processes[3:]] == [500 + PID_STRIDE + i for i in range(3)]
     assert merged.processes[4].parent_pid == 500 + PID_STRIDE
     assert len({p.pid for p in merged.processes}) == 6
     # one clock: b's series start 2 s later; the run spans both
     assert merged.processes[3].series["rss_bytes"].t[0] == pytest.approx(
-        a.processes[0].series["rss_bytes"].t[0] + 2.0)
+        a.processes[0].series["rss_bytes"].t[0] + 2.0
+    )
     assert merged.started_at == T0
     assert merged.duration_s == pytest.approx(b.duration_s + 2.0)
     # no stale analysis: findings and verdict are for a fresh judgement
@@ -186,7 +249,13 @@ def test_merge_keeps_torchrun_node_numbers_and_distinct_pids() -> None:
     merged = merge_records([n1, n0])
     # THEN the nodes are the job's, pids are untouched, every process has a node
     assert [(p.node, p.pid) for p in merged.processes] == [
-        (1, 700), (1, 701), (1, 702), (0, 600), (0, 601), (0, 602)]
+        (1, 700),
+        (1, 701),
+        (1, 702),
+        (0, 600),
+        (0, 601),
+        (0, 602),
+    ]
     with pytest.raises(RecordError):
         merge_records([])
 
@@ -198,16 +267,27 @@ def test_merged_record_is_judged_per_node_rank() -> None:
     leaky = make_record(roles=(("rank", 0, None), ("rank", 1, None)), steps=120, seed=3)
     procs = list(leaky.processes)
     grow = [v + 65536.0 * i for i, v in enumerate(procs[1].series["rss_bytes"].value)]
-    procs[1] = dataclasses.replace(procs[1], series={**procs[1].series, "rss_bytes":
-                                   dataclasses.replace(procs[1].series["rss_bytes"], value=grow)})
-    n0 = dataclasses.replace(make_record(roles=(("rank", 0, None), ("rank", 1, None)), steps=120,
-                                         seed=4), signals={}, findings=[])
+    procs[1] = dataclasses.replace(
+        procs[1],
+        series={
+            **procs[1].series,
+            "rss_bytes": dataclasses.replace(procs[1].series["rss_bytes"], value=grow),
+        },
+    )
+    n0 = dataclasses.replace(
+        make_record(roles=(("rank", 0, None), ("rank", 1, None)), steps=120, seed=4),
+        signals={},
+        findings=[],
+    )
     n1 = dataclasses.replace(leaky, processes=procs, signals={}, findings=[])
     # WHEN merged and analysed
     judged = finalize(merge_records([n0, n1]))
     labels = {p.pid: p.label for p in judged.processes}
-    rss_leaks = {labels[f.pid] for f in judged.findings
-                 if f.verdict == "leak" and f.signal == "rss_bytes" and f.pid is not None}
+    rss_leaks = {
+        labels[f.pid]
+        for f in judged.findings
+        if f.verdict == "leak" and f.signal == "rss_bytes" and f.pid is not None
+    }
     # THEN the finding names that node's rank, and only it
     assert rss_leaks == {"node 1 rank 1"}
     assert judged.verdict == "leak"
@@ -265,7 +345,12 @@ def test_live_table_with_many_processes_stays_one_screen() -> None:
 
 def test_compact_bytes() -> None:
     assert [compact_bytes(v) for v in (0, 512, 42.4 * 2**20, 309 * 2**20, 1.21 * 2**30)] == [
-        "0B", "512B", "42.4M", "309M", "1.21G"]
+        "0B",
+        "512B",
+        "42.4M",
+        "309M",
+        "1.21G",
+    ]
     assert compact_bytes(-6.69 * 2**20, signed=True) == "-6.69M"
     assert compact_bytes(None) == ""
 
@@ -284,7 +369,8 @@ def fake_torch_worker() -> Iterator[types.ModuleType]:
 
 
 def test_agent_reads_worker_id_from_slotted_and_plain_worker_info(
-        fake_torch_worker: types.ModuleType) -> None:
+    fake_torch_worker: types.ModuleType,
+) -> None:
     from memprobe.bootstrap.memprobe_agent import identity
 
     # GIVEN torch >= 2.x's slotted frozen dataclass WorkerInfo
@@ -313,10 +399,12 @@ def test_agent_reads_worker_id_from_slotted_and_plain_worker_info(
 
 def test_tree_sampler_sees_non_python_children_and_skips_zombies(tmp_path: Path) -> None:
     # GIVEN a Python process with a live `sleep` child and an exited, never-reaped one
-    code = ("import subprocess, time\n"
-            "z = subprocess.Popen(['true'])\n"
-            "s = subprocess.Popen(['sleep', '5'])\n"
-            "time.sleep(5)\n")
+    code = (
+        "import subprocess, time\n"
+        "z = subprocess.Popen(['true'])\n"
+        "s = subprocess.Popen(['sleep', '5'])\n"
+        "time.sleep(5)\n"
+    )
     root = subprocess.Popen([sys.executable, "-c", code])
     try:
         sampler = TreeSampler(root.pid, full_every_s=0.0)

@@ -78,8 +78,7 @@ _ROW_STYLE = {"group": "bold", "more": "dim", "total": "bold"}
 
 def process_table(rows: List[Row]) -> Table:
     """The process rows (see memprobe.render.livegroups): one line each, grouped by role."""
-    table = Table(box=None, pad_edge=False, header_style="bold", expand=False,
-                  padding=(0, 1, 0, 0))
+    table = Table(box=None, pad_edge=False, header_style="bold", expand=False, padding=(0, 1, 0, 0))
     # fixed widths: numbers never get squeezed into "30…" by a long rate; 118 columns in all
     for col, justify, width in (
         ("process", "left", 24),
@@ -93,9 +92,14 @@ def process_table(rows: List[Row]) -> Table:
         ("rate", "right", 15),
         ("verdict", "left", 12),
     ):
-        table.add_column(col, justify=justify, no_wrap=True, min_width=width,  # type: ignore[arg-type]
-                         max_width=width if col in ("process", "rate", "verdict") else None,
-                         overflow="ellipsis")
+        table.add_column(
+            col,
+            justify=justify,  # type: ignore[arg-type]
+            no_wrap=True,
+            min_width=width,
+            max_width=width if col in ("process", "rate", "verdict") else None,
+            overflow="ellipsis",
+        )
     for r in rows:
         style = "dim" if r.ended else _ROW_STYLE.get(r.kind, "")
         # labels carry process names from the target (argv, multiprocessing names)
@@ -114,8 +118,10 @@ def process_table(rows: List[Row]) -> Table:
             compact_bytes(r.uss_delta, signed=True),
             Text(sparkline(r.trend, width=14), style="dim" if r.ended else "cyan"),
             Text(r.rate),
-            Text(("ended " if r.ended and not r.verdict else "") + r.verdict.replace("_", " "),
-                 style=VERDICT_STYLE.get(r.verdict.split(" ")[0], "dim")),
+            Text(
+                ("ended " if r.ended and not r.verdict else "") + r.verdict.replace("_", " "),
+                style=VERDICT_STYLE.get(r.verdict.split(" ")[0], "dim"),
+            ),
         )
     return table
 
@@ -203,8 +209,9 @@ class LiveDisplay:
                 header = self._judge.header(state)
             except Exception as e:  # noqa: BLE001 - a live-analysis bug must not end the run
                 self._judge_failed = True
-                header = safe_text(f"live analysis stopped: {type(e).__name__}: {e}",
-                                   style="yellow")
+                header = safe_text(
+                    f"live analysis stopped: {type(e).__name__}: {e}", style="yellow"
+                )
         self._renderable = build_table(state, now - self._t0, verdicts, header, rows)
 
     def output(self, stream: str, data: bytes) -> None:
@@ -268,8 +275,10 @@ def progress_line(state: RunState, elapsed: float) -> str:
             continue
         step = f" step {r.steps:,}" if r.steps else ""
         pid = f" {r.pid}" if r.pid is not None else ""
-        text = (f"{r.label}{pid}{step} RSS {compact_bytes(r.rss)} "
-                f"({compact_bytes(r.rss_delta, signed=True)})")
+        text = (
+            f"{r.label}{pid}{step} RSS {compact_bytes(r.rss)} "
+            f"({compact_bytes(r.rss_delta, signed=True)})"
+        )
         if r.uss is not None and r.kind == "group":
             text += f" USS {compact_bytes(r.uss)} ({compact_bytes(r.uss_delta, signed=True)})"
         parts.append(text)

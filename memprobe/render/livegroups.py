@@ -52,8 +52,9 @@ class Row:
     indent: bool = False
 
 
-def process_rows(state: RunState, verdicts: Optional[Verdicts] = None,
-                 max_rows: int = 16) -> List[Row]:
+def process_rows(
+    state: RunState, verdicts: Optional[Verdicts] = None, max_rows: int = 16
+) -> List[Row]:
     """Rows for every process worth showing; at most ``max_rows`` process rows."""
     who = state.identify()
     shown: List[Tuple[ProcState, Who]] = []
@@ -75,7 +76,7 @@ def process_rows(state: RunState, verdicts: Optional[Verdicts] = None,
     budget = max(max_rows, len(groups) * 2)
     for i, (title, members) in enumerate(groups):
         members.sort(key=lambda pw: _natural(pw[0], pw[1]))
-        reserve = sum(min(2, len(m)) for _, m in groups[i + 1:])
+        reserve = sum(min(2, len(m)) for _, m in groups[i + 1 :])
         quota = min(len(members), max(min(2, len(members)), budget - reserve))
         budget -= quota
         grouped = len(members) >= 2
@@ -96,16 +97,21 @@ def process_rows(state: RunState, verdicts: Optional[Verdicts] = None,
 
 def _natural(p: ProcState, w: Who) -> Tuple[int, int, int, int]:
     big = 1 << 30
-    return (w.node if w.node is not None else -1, w.rank if w.rank is not None else big,
-            p.worker_id if p.worker_id is not None else big, p.pid)
+    return (
+        w.node if w.node is not None else -1,
+        w.rank if w.rank is not None else big,
+        p.worker_id if p.worker_id is not None else big,
+        p.pid,
+    )
 
 
 def _label(p: ProcState, w: Who) -> str:
     node = f"node {w.node} " if w.node is not None else ""
     owner = f"{node}rank {w.rank} · " if w.rank is not None else node
     if w.role == wire.ROLE_RANK:
-        return f"{node}rank {w.rank}" + (f" (local {w.local_rank})"
-                                        if w.local_rank is not None and w.node is not None else "")
+        return f"{node}rank {w.rank}" + (
+            f" (local {w.local_rank})" if w.local_rank is not None and w.node is not None else ""
+        )
     if w.role == wire.ROLE_WORKER:
         return f"{owner}worker {p.worker_id}"
     if w.role == wire.ROLE_MAIN:
@@ -113,8 +119,9 @@ def _label(p: ProcState, w: Who) -> str:
     return f"{owner}{w.name or 'child'}"
 
 
-def _process_row(state: RunState, p: ProcState, w: Who, verdicts: Verdicts,
-                 indent: bool = False) -> Row:
+def _process_row(
+    state: RunState, p: ProcState, w: Who, verdicts: Verdicts, indent: bool = False
+) -> Row:
     rss = p.rss().value
     uss_buf = p.series.get(USS)
     uss = uss_buf.value if uss_buf is not None else []

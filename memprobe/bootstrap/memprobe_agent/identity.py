@@ -111,8 +111,9 @@ def _worker_info() -> Optional[tuple[int, Optional[int]]]:
             values.append(fields[field])
             continue
         slot = type(info).__dict__.get(field)
-        values.append(slot.__get__(info, type(info)) if type(slot).__name__ == "member_descriptor"
-                      else None)
+        values.append(
+            slot.__get__(info, type(info)) if type(slot).__name__ == "member_descriptor" else None
+        )
     worker_id, num_workers = values
     if not isinstance(worker_id, int):
         return None
