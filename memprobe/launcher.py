@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import IO, Any, Dict, List, Optional, Protocol
 
 from memprobe import __version__
@@ -232,18 +232,31 @@ def run(command: List[str], options: RunOptions, run_dir: str, display: Display)
             }
         )
     oom_before = oom_kill_count()
-    env = make_env(run_dir, options)
 
     streams: Dict[str, Any] = {}
     masters: Dict[str, int] = {}
+    relay_fds: List[int] = []
+    pass_fds: List[int] = []
     if display.captures_output:
         masters, streams = _open_ptys()
+        # if memprobe dies, the target's agent takes over copying its ptys to the terminal
+        # (else its prints fail with EIO): it gets a copy of each master and of our stdout/err
+        try:
+            relay_fds = [os.dup(sys.stdout.fileno()), os.dup(sys.stderr.fileno())]
+        except (OSError, ValueError, AttributeError):  # no real stdout (embedded, tests)
+            relay_fds = []
+        if relay_fds:
+            pairs = [[masters["stdout"], relay_fds[0]], [masters["stderr"], relay_fds[1]]]
+            pass_fds = [*masters.values(), *relay_fds]
+            relay = {"launcher_pid": os.getpid(), "fds": pairs}
+            options = replace(options, extra_config={**options.extra_config, "pty_relay": relay})
+    env = make_env(run_dir, options)
     try:
-        proc = subprocess.Popen(command, env=env, **streams)
+        proc = subprocess.Popen(command, env=env, pass_fds=pass_fds, **streams)
     except OSError as e:
         raise LaunchError(f"cannot start {command[0]}: {e.strerror or e}") from None
     finally:
-        for fd in streams.values():
+        for fd in [*streams.values(), *relay_fds]:
             os.close(fd)
     readers = [_start_reader(name, fd, display) for name, fd in masters.items()]
 

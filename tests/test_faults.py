@@ -27,6 +27,7 @@ from faultutil import (
 )
 
 from conftest import cli_env, load, run_cli, validate
+from memprobe.collect import rebuild
 from memprobe.limits import oom_kill_count
 
 OOM_READABLE = oom_kill_count() is not None
@@ -205,7 +206,7 @@ def test_memprobe_sigkilled_target_runs_on_and_the_folder_rebuilds(
     assert "rebuilt" in [e["kind"] for e in record["events"]]
 
 
-@pytest.mark.parametrize("collector", ["rss", "py_blocks", "cuda"])
+@pytest.mark.parametrize("collector", ["rss", "py_blocks", "cuda", "expensive"])
 def test_failing_collector_is_switched_off_not_the_target(
     tmp_path: Path, schema: dict, collector: str
 ) -> None:
@@ -231,3 +232,41 @@ def test_failing_collector_is_switched_off_not_the_target(
         assert len(main["series"]["rss_bytes"]["value"]) >= 5
     if collector == "rss":
         assert "py_alloc_blocks" in main["series"]
+    if collector == "expensive":  # no census at all, the cheap series as usual
+        assert main["census"] == [] and len(main["series"]["rss_bytes"]["value"]) >= 5
+
+
+_PRINTS_LATER = """
+import os, sys, time
+import memprobe
+open(sys.argv[1], "w").write(str(os.getpid()))
+time.sleep(1.5)
+result = []
+for stream in (sys.stdout, sys.stderr):
+    try:
+        print("after the parent died", file=stream, flush=True)
+        result.append("ok")
+    except OSError as e:
+        result.append(f"OSError {e.errno}")
+open(sys.argv[2], "w").write(" ".join(result))
+"""
+
+
+def test_memprobe_sigkilled_in_live_mode_target_keeps_its_terminal(tmp_path: Path) -> None:
+    # GIVEN --live: the target's stdout/stderr are ptys whose master side memprobe reads
+    script, ready, result = tmp_path / "t.py", tmp_path / "ready", tmp_path / "result"
+    script.write_text(_PRINTS_LATER)
+    proc = start_cli(
+        ["run", "--live", "-o", str(tmp_path / "r.json"), str(script), str(ready), str(result)],
+        tmp_path,
+    )
+    pid = wait_ready(ready, proc)
+    # WHEN memprobe is SIGKILLed
+    proc.kill()
+    out, err = proc.communicate(timeout=30)  # EOF once the target, which relays, is gone too
+    wait_for(lambda: not pid_alive(pid), timeout=30, what="the target to finish")
+    # THEN the target's prints still work (no EIO) and reach memprobe's stdout/stderr
+    assert result.read_text() == "ok ok"
+    assert "after the parent died" in out and "after the parent died" in err
+    events = [e for e in rebuild(str(tmp_path / "r.run")).events if e.kind == "relay"]
+    assert len(events) == 1

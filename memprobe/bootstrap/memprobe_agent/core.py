@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, Optional
 
-from . import cheap, expensive, identity, wire
+from . import cheap, expensive, identity, relay, wire
 
 _agent: Optional[Agent] = None
 _hook_registered = False
@@ -30,6 +30,7 @@ class Agent:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self.disabled: set = set()
+        self.relay = relay.from_config(config) if forked_from is None else None
         self._open(forked_from)
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -62,6 +63,9 @@ class Agent:
             except OSError:
                 pass
         self.rss.close()
+        if self.relay is not None:
+            self.relay.close()
+            self.relay = None
         try:
             self._open(forked_from=parent)
         except OSError:
@@ -156,6 +160,9 @@ class Agent:
                 else:
                     poll = min(self.idle_interval, 0.1)
                 self.ident.poll(self)
+                if self.relay is not None and self.relay.poll():
+                    self.event("relay", "memprobe's parent is gone: this process copies its "
+                               "terminal output itself")
                 now = time.monotonic()
                 # time-based samples only while no steps come (none yet, or a long stall)
                 if (
