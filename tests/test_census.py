@@ -279,3 +279,17 @@ def test_a_census_on_a_huge_heap_is_bounded_and_says_so() -> None:
     assert census_msg["stride"] >= 4
     assert any(m.get("kind") == "census_sampled" for m in agent.messages)
     del heap
+
+
+def test_no_census_in_a_forked_child() -> None:
+    from memprobe.bootstrap.memprobe_agent.expensive import Expensive
+
+    # GIVEN the agent of a process forked from its parent (a DataLoader worker)
+    agent = FakeAgent()
+    agent.ident = types.SimpleNamespace(forked_from=1234)  # type: ignore[attr-defined]
+    exp = Expensive(agent)
+    # THEN it never walks the heap it shares with its parent, and says why
+    assert exp.next_due == float("inf")
+    exp.on_step(5, time.monotonic())
+    assert not [m for m in agent.messages if m["k"] == "census"]
+    assert [m["kind"] for m in agent.messages] == ["census_off"]

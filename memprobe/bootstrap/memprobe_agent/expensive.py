@@ -36,6 +36,15 @@ class Expensive:
         self.agent = agent
         now = time.monotonic()
         self.enabled = bool(cfg.get("census", True))
+        ident = getattr(agent, "ident", None)
+        if self.enabled and getattr(ident, "forked_from", None) is not None \
+                and not cfg.get("census_in_forks", False):
+            # a census takes a reference to every object: in a forked child (a DataLoader
+            # worker) that writes every page of the inherited heap, the copy-on-access the
+            # target may be suffering from already (pytorch/pytorch#13246); cheap signals only
+            self.enabled = False
+            agent.event("census_off", "no census in a forked child: touching every object "
+                        "would copy the pages it shares with its parent")
         self.budget = Budget(float(cfg.get("overhead_budget", 0.03)), now)
         self.max_objects = int(cfg.get("census_max_objects", 1_000_000))
         self.min_len = int(cfg.get("census_min_len", 2))
@@ -66,7 +75,7 @@ class Expensive:
     # -- entry points (each runs under agent.collect) ------------------------------------
 
     def on_step(self, step: int, now: float) -> None:
-        if not self._lock.acquire(blocking=False):
+        if not self.enabled or not self._lock.acquire(blocking=False):
             return
         try:
             force = self.forced_left > 0 and step >= self.force_at
@@ -80,7 +89,7 @@ class Expensive:
 
     def on_tick(self, now: float) -> None:
         # without steps: a program that never steps (a stall of a stepping one is not sampled)
-        if self.agent.steps:
+        if self.agent.steps or not self.enabled:
             return
         if not self._lock.acquire(blocking=False):
             return
