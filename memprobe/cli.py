@@ -206,16 +206,42 @@ def diff(
     after: str = typer.Argument(..., help="The run record after the change."),
     fmt: Fmt = typer.Option(Fmt.text, "--format", "-f", help="text, markdown or json."),
     html: Optional[str] = typer.Option(None, "--html", help="Also write the diff as HTML."),
+    tolerance: float = typer.Option(
+        0.25, "--tolerance", min=0.0, help="Rate changes below this fraction count as the same."
+    ),
+    min_bytes_per_step: float = typer.Option(
+        0.0, "--min-bytes-per-step", min=0.0, help="Slower byte leaks never fail the gate."
+    ),
+    min_count_per_step: float = typer.Option(
+        0.0, "--min-count-per-step", min=0.0, help="Slower count leaks never fail the gate."
+    ),
+    min_confidence: float = typer.Option(
+        0.0, "--min-confidence", min=0.0, max=1.0, help="Less certain leaks never fail the gate."
+    ),
+    fail_on_persisting: bool = typer.Option(
+        False, "--fail-on-persisting", help="Also fail when a leak persists (not only new/worse)."
+    ),
+    strict_signals: bool = typer.Option(
+        False, "--strict-signals", help="Gate on every signal's verdict, not only on findings."
+    ),
 ) -> None:
     """Compare two runs signal by signal: fixed, persisting, new, improved, regressed.
 
-    Exit status: 0 no regression; see the CI codes in the README for new or worse leaks
-    and for unusable input.
+    Exit status: 0 no regression; 3 a new or worse leak; 2 unusable input.
     """
     from memprobe import commands
+    from memprobe.analysis.compare import CompareOptions
 
+    options = CompareOptions(
+        rel_tolerance=tolerance,
+        min_rate_bytes=min_bytes_per_step,
+        min_rate_count=min_count_per_step,
+        min_confidence=min_confidence,
+        fail_on_persisting=fail_on_persisting,
+        strict_signals=strict_signals,
+    )
     try:
-        code = commands.diff_command(before, after, fmt.value, html)
+        code = commands.diff_command(before, after, fmt.value, html, options)
     except (RecordError, MemprobeError, OSError) as e:
         raise _fail(str(e), getattr(e, "exit_code", EXIT_BAD_INPUT)) from None
     raise typer.Exit(code)

@@ -164,12 +164,14 @@ def report_command(paths: List[str], html: Optional[str], fmt: str) -> None:
         _stderr_console().print(safe_text(f"memprobe: HTML report → {html}", style="dim"))
 
 
-def diff_command(before: str, after: str, fmt: str, html: Optional[str]) -> int:
+def diff_command(
+    before: str, after: str, fmt: str, html: Optional[str], options: Optional[Any] = None
+) -> int:
     a, b = load_run(before), load_run(after)
     from memprobe.analysis import compare
     from memprobe.render import diffview
 
-    result = compare.compare(a, b)
+    result = compare.compare(a, b, options or compare.CompareOptions())
     if html is not None:
         from memprobe.render.html import diff_html
 
