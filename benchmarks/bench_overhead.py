@@ -13,7 +13,9 @@ agent adds to training) and of the whole command's wall time (memprobe's
 start-up and final analysis included), their ratios, the ratio of the
 loop's CPU time (process time of every thread of the target: the agent's
 work included, other processes' load excluded, so it stays meaningful on a
-busy machine), and the agent's own account of what its collectors spent.
+busy machine), the same for the loop's second half alone (the steady state,
+past the start-up censuses at steps 5 and 25 and the 20 s at the full
+budget), and the agent's own account of what its collectors spent.
 
 Census cost: a fresh interpreter with torch imported and N extra live
 objects; the agent's census (the same code a run uses) is timed twice, the
@@ -34,6 +36,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 HERE = Path(__file__).resolve().parent
+METRICS = ("loop_s", "loop_cpu_s", "tail_s", "tail_cpu_s")  # what train_loop.py reports
 LOOP = HERE / "train_loop.py"
 
 
@@ -67,10 +70,11 @@ def _agent_account(record_path: str) -> Dict[str, Any]:
             "verdict": record["verdict"]}
 
 
-def bench_loop(size: str, pairs: int, seconds: float) -> Dict[str, Any]:
+def bench_loop(size: str, pairs: int, seconds: float, steps: int = 0) -> Dict[str, Any]:
     py = sys.executable
-    _, probe = _run([py, str(LOOP), "--size", size, "--steps", "30"])
-    steps = max(50, int(seconds / (probe["step_ms"] / 1000.0)))
+    if not steps:  # calibrate on a short plain run (on a busy machine, fix --steps instead)
+        _, probe = _run([py, str(LOOP), "--size", size, "--steps", "30"])
+        steps = max(50, int(seconds / (probe["step_ms"] / 1000.0)))
     rows: Dict[str, List[Dict[str, float]]] = {"plain": [], "memprobe": []}
     accounts = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -81,14 +85,13 @@ def bench_loop(size: str, pairs: int, seconds: float) -> Dict[str, Any]:
             order = ["plain", "memprobe"] if i % 2 == 0 else ["memprobe", "plain"]
             for kind in order:
                 wall, res = _run(plain if kind == "plain" else probed)
-                rows[kind].append({"wall_s": wall, "loop_s": res["loop_s"],
-                                   "loop_cpu_s": res["loop_cpu_s"]})
+                rows[kind].append({"wall_s": wall, **{k: res[k] for k in METRICS if k in res}})
                 if kind == "memprobe":
                     accounts.append(_agent_account(out))
                 print(f"  {size} {kind:8s} loop {res['loop_s']:7.2f} s"
                       f"  cpu {res['loop_cpu_s']:7.2f} s  wall {wall:7.2f} s",
                       file=sys.stderr, flush=True)
-    med = {k: {m: statistics.median(r[m] for r in v) for m in ("loop_s", "loop_cpu_s", "wall_s")}
+    med = {k: {m: statistics.median(r[m] for r in v) for m in METRICS + ("wall_s",)}
            for k, v in rows.items()}
     return {
         "size": size, "steps": steps, "pairs": pairs,
@@ -96,6 +99,8 @@ def bench_loop(size: str, pairs: int, seconds: float) -> Dict[str, Any]:
         "median": med,
         "loop_ratio": med["memprobe"]["loop_s"] / med["plain"]["loop_s"],
         "cpu_ratio": med["memprobe"]["loop_cpu_s"] / med["plain"]["loop_cpu_s"],
+        "tail_ratio": med["memprobe"]["tail_s"] / med["plain"]["tail_s"],
+        "tail_cpu_ratio": med["memprobe"]["tail_cpu_s"] / med["plain"]["tail_cpu_s"],
         "wall_ratio": med["memprobe"]["wall_s"] / med["plain"]["wall_s"],
         "runs": rows, "agent": accounts,
     }
@@ -149,16 +154,17 @@ def report(loops: List[Dict[str, Any]], census: List[Dict[str, Any]]) -> str:
     lines = []
     if loops:
         lines += ["| loop | step (plain) | steps | pairs | loop plain | loop memprobe | ratio "
-                  "| loop CPU ratio | wall plain | wall memprobe | ratio | censuses | census s "
-                  "| agent share |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "| loop CPU ratio | 2nd half ratio | 2nd half CPU ratio | wall plain "
+                  "| wall memprobe | ratio | censuses | census s | agent share |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in loops:
             m = r["median"]
             agent = r["agent"]
             lines.append(
                 f"| {r['size']} | {r['step_ms_plain']:.1f} ms | {r['steps']} | {r['pairs']} "
                 f"| {m['plain']['loop_s']:.2f} s | {m['memprobe']['loop_s']:.2f} s "
-                f"| {r['loop_ratio']:.3f}x | {r['cpu_ratio']:.3f}x | {m['plain']['wall_s']:.2f} s "
+                f"| {r['loop_ratio']:.3f}x | {r['cpu_ratio']:.3f}x | {r['tail_ratio']:.3f}x "
+                f"| {r['tail_cpu_ratio']:.3f}x | {m['plain']['wall_s']:.2f} s "
                 f"| {m['memprobe']['wall_s']:.2f} s | {r['wall_ratio']:.3f}x "
                 f"| {statistics.median(a['censuses'] for a in agent):.0f} "
                 f"| {statistics.median(a['census_s'] for a in agent):.2f} "
@@ -179,10 +185,14 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=40.0, help="length of each training loop")
     ap.add_argument("--heap", default="1e5,3e5,1e6,2e6,5e6",
                     help="extra live objects for the census timing, comma separated")
+    ap.add_argument("--steps", nargs="+", type=int, default=[],
+                    help="steps per run for each of --sizes (default: calibrated to --seconds)")
     ap.add_argument("--no-loops", action="store_true")
     ap.add_argument("--json", help="also write the raw results here")
     args = ap.parse_args()
-    loops = [] if args.no_loops else [bench_loop(s, args.pairs, args.seconds) for s in args.sizes]
+    steps = args.steps + [0] * (len(args.sizes) - len(args.steps))
+    loops = [] if args.no_loops else [bench_loop(s, args.pairs, args.seconds, n)
+                                      for s, n in zip(args.sizes, steps)]
     census = bench_census([float(x) for x in args.heap.split(",") if x]) if args.heap else []
     print(report(loops, census))
     if args.json:

@@ -3,7 +3,8 @@
 ``--size small`` is a ~3 ms step (a 256-512-512-1 MLP, batch 64), ``--size large``
 a ~50 ms step (a 768-wide, 3-layer MLP, batch 256), both on one thread. It
 prints one JSON line: the wall and CPU seconds its training loop took (imports
-excluded; CPU time counts every thread of the process, the agent's too).
+excluded; CPU time counts every thread of the process, the agent's too), and
+the same for the second half of its steps alone (the steady state).
 """
 
 import argparse
@@ -30,7 +31,10 @@ model = nn.Sequential(*layers, nn.Linear(width, 1))
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 losses = []
 t0, c0 = time.perf_counter(), time.process_time()
-for _ in range(args.steps):
+half = args.steps // 2
+for step in range(args.steps):
+    if step == half:  # the second half: the steady state, past the agent's start-up censuses
+        t_half, c_half = time.perf_counter(), time.process_time()
     x = torch.randn(batch, d_in)
     loss = ((model(x) - x[:, :1]) ** 2).mean()
     opt.zero_grad()
@@ -40,4 +44,6 @@ for _ in range(args.steps):
 loop_s = time.perf_counter() - t0
 cpu_s = time.process_time() - c0  # all threads of this process: the agent's included
 print(json.dumps({"size": args.size, "steps": args.steps, "loop_s": loop_s, "loop_cpu_s": cpu_s,
+                  "tail_s": loop_s - (t_half - t0),
+                  "tail_cpu_s": cpu_s - (c_half - c0),
                   "step_ms": 1000 * loop_s / args.steps}))
