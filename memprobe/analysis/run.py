@@ -3,11 +3,14 @@
 The run verdict keeps false alarms per RUN, not per signal, under
 ``1 - confidence``:
 
-- the false-alarm budget is split over every signal judged (Bonferroni);
-- Python-heap counters (``py_alloc_blocks``, ``gc_tracked_objects``,
-  ``objects:*``) wobble together with cyclic garbage and interpreter caches, so
-  a leak on one of them counts only when another signal of the same process
-  agrees; alone it is reported as inconclusive;
+- the false-alarm budget is split over every signal judged (Bonferroni), and
+  each signal's test is corrected for autocorrelation (trend.py) and must rise
+  clear of its own noise band;
+- Python-heap counts (``py_alloc_blocks``, ``gc_tracked_objects``,
+  ``objects:*``, ``container:*:len``) wobble together with cyclic garbage and
+  interpreter caches, and one small object per step may be negligible: a leak
+  on one of them counts only when process memory, a heavy-object count or the
+  heap blocks grow with it; alone it is reported as inconclusive;
 - high-water marks (``max_*``) and CUDA reserved/inactive bytes never make a
   leak by themselves (reserved growing over flat allocated is fragmentation).
 """
