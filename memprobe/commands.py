@@ -76,6 +76,8 @@ def print_summary(record: rec.RunRecord, console: Console) -> None:
         line.append(f" · target killed by signal {record.exit.signal}")
         if record.exit.oom_killed:
             line.append(" (OOM killer)", style="red")
+        elif record.exit.oom_killed is None and record.exit.signal == 9:
+            line.append(" (OOM killer: unknown, no readable cgroup counter)", style="dim")
     elif record.exit.code:
         line.append(f" · target exited {record.exit.code}")
     console.print(line)

@@ -270,3 +270,26 @@ def test_memprobe_sigkilled_in_live_mode_target_keeps_its_terminal(tmp_path: Pat
     assert "after the parent died" in out and "after the parent died" in err
     events = [e for e in rebuild(str(tmp_path / "r.run")).events if e.kind == "relay"]
     assert len(events) == 1
+
+
+@pytest.mark.parametrize("oom,words", [(None, "OOM killer: unknown"), (True, "OOM"),
+                                       (False, "")])
+def test_sigkill_summary_says_what_is_known_of_the_oom_killer(oom: object, words: str) -> None:
+    # GIVEN a record of a SIGKILLed target, with the cgroup counter rising / not / unreadable
+    import dataclasses
+    import io
+
+    from recordgen import make_record
+    from rich.console import Console
+
+    from memprobe.commands import print_summary
+    from memprobe.record import ExitInfo
+    from memprobe.render._common import exit_text
+
+    r = dataclasses.replace(make_record(steps=20), exit=ExitInfo(signal=9, oom_killed=oom))
+    out = io.StringIO()
+    print_summary(r, Console(file=out, width=200))
+    # THEN the summary and the report say killed by signal 9, and OOM only as far as known
+    for text in (out.getvalue(), exit_text(r)):
+        assert "signal 9" in text
+        assert (words in text) if words else ("OOM" not in text)

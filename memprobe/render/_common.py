@@ -254,6 +254,8 @@ def exit_text(record: RunRecord) -> str:
         s = "exit unknown"
     if e.oom_killed:
         s += " (OOM-killed)"
+    elif e.oom_killed is None and e.signal == 9:  # the cgroup's oom_kill counter was unreadable
+        s += " (OOM killer: unknown)"
     return s
 
 
