@@ -171,7 +171,30 @@ def test_false_alarm_rate_per_run_on_no_leak_families() -> None:
     print(f"  worst family: {worst:.1%}")
 
 
-GRID = [10, 15, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1280, 1920]
+GRID = [
+    10,
+    15,
+    20,
+    25,
+    30,
+    40,
+    50,
+    60,
+    80,
+    100,
+    120,
+    160,
+    200,
+    240,
+    320,
+    400,
+    480,
+    640,
+    800,
+    960,
+    1280,
+    1920,
+]
 
 
 def _steps_to_detection(ratio: float, seed: int, n_tests: int = 20) -> float:
