@@ -20,7 +20,7 @@ from memprobe import __version__
 from memprobe.bootstrap.memprobe_agent import wire
 from memprobe.collect import PARENT_FILE, RunState
 from memprobe.gpu import NvmlSampler
-from memprobe.limits import oom_kill_count, ram_limit
+from memprobe.limits import OomWatch, ram_limit
 from memprobe.procs import TreeSampler
 from memprobe.record import ExitInfo, Limits, RunRecord
 from memprobe.tail import Tailer
@@ -231,7 +231,7 @@ def run(command: List[str], options: RunOptions, run_dir: str, display: Display)
                 "message": f"no GPU series from the driver: {gpu.unavailable}",
             }
         )
-    oom_before = oom_kill_count()
+    oom_watch = OomWatch()
 
     streams: Dict[str, Any] = {}
     masters: Dict[str, int] = {}
@@ -275,6 +275,7 @@ def run(command: List[str], options: RunOptions, run_dir: str, display: Display)
                 last_outside = now
                 t = now - t0
                 tree = sampler.sample()
+                oom_watch.see(proc.pid)
                 for pid, ppid, values in tree:
                     argv = sampler.new_argv.get(pid)
                     state.ingest_outside(pid, t, values, ppid, argv)
@@ -304,8 +305,7 @@ def run(command: List[str], options: RunOptions, run_dir: str, display: Display)
     duration = time.monotonic() - t0
     rc = proc.returncode
     sig = -rc if rc < 0 else None
-    oom_after = oom_kill_count()
-    oom = None if oom_before is None or oom_after is None else oom_after > oom_before
+    oom = oom_watch.rose()
     exit = ExitInfo(code=None if sig else rc, signal=sig, oom_killed=oom)
     journal.write(
         {

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import os
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 _UNLIMITED = 1 << 60  # cgroup v1 writes ~2^63 for "no limit"
 
 
-def _cgroup_dirs() -> List[Tuple[str, str]]:
-    """(version, directory) candidates for this process' memory cgroup, most specific first."""
+def _cgroup_dirs(pid: Optional[int] = None) -> List[Tuple[str, str]]:
+    """(version, directory) candidates for a process' memory cgroup (default: this one's),
+    most specific first."""
     out: List[Tuple[str, str]] = []
     try:
-        with open("/proc/self/cgroup") as f:
+        with open(f"/proc/{pid or 'self'}/cgroup") as f:
             lines = f.read().splitlines()
     except OSError:
         return out
@@ -72,3 +73,44 @@ def oom_kill_count() -> Optional[int]:
             if key == "oom_kill" and value.strip().isdigit():
                 return int(value)
     return None
+
+
+def _oom_counter(pid: Optional[int] = None) -> Optional[Tuple[str, int]]:
+    """(counter file, oom_kill count) of a process' memory cgroup, where readable."""
+    for version, d in _cgroup_dirs(pid):
+        path = os.path.join(d, "memory.events" if version == "v2" else "memory.oom_control")
+        count = _oom_count_in(path)
+        if count is not None:
+            return path, count
+    return None
+
+
+def _oom_count_in(path: str) -> Optional[int]:
+    for line in (_read(path) or "").splitlines():
+        key, _, value = line.partition(" ")
+        if key == "oom_kill" and value.strip().isdigit():
+            return int(value)
+    return None
+
+
+class OomWatch:
+    """Did the OOM killer act during the run? The oom_kill counters of memprobe's own memory
+    cgroup and of every one the target was seen in: a target may run in a cgroup of its own
+    (``systemd-run --scope``, a job wrapper that moves itself), whose counter memprobe's
+    cgroup never shows."""
+
+    def __init__(self) -> None:
+        self._base: Dict[str, int] = {}  # counter file -> count when first seen
+        self.see(None)
+
+    def see(self, pid: Optional[int]) -> None:
+        """Note the cgroup of ``pid`` (None: memprobe itself); cheap, call it every sample."""
+        found = _oom_counter(pid)
+        if found is not None and found[0] not in self._base:
+            self._base[found[0]] = found[1]
+
+    def rose(self) -> Optional[bool]:
+        """True if any counter rose, False if none did, None if none was readable."""
+        if not self._base:
+            return None
+        return any((_oom_count_in(path) or 0) > n for path, n in self._base.items())
