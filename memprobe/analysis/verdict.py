@@ -142,7 +142,7 @@ def judge_series(
     saw = sawtooth_floor(xa, ya)
     if saw is not None and saw.floor is None:
         # too few periods yet: a window shorter than that could hold a single ramp
-        periods = MIN_FLOOR_POINTS + 1 - (n // saw.period)
+        periods = max(1, MIN_FLOOR_POINTS + 1 - (n // saw.period))
         more = periods * saw.period * float(xa[-1] - xa[0]) / max(1, n - 1)
         return replace(
             _too_short(base, n, None, 0, more, word),
