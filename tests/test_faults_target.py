@@ -217,3 +217,23 @@ def test_exit_status_of_a_signal_death_is_128_plus_n(tmp_path: Path, schema: dic
     validate(record, schema)
     assert record["exit"]["signal"] == 10
     assert any("signal 10" in line for line in memprobe_lines(proc.stderr)), proc.stderr
+
+
+def test_steps_from_several_threads_never_tear_a_line(tmp_path: Path, schema: dict) -> None:
+    # GIVEN four threads marking steps at once, samples every millisecond
+    out = tmp_path / "r.json"
+    proc = run_cli(["run", "-o", str(out), "--interval", "0.001", "--keep-run-dir",
+                    str(SCRIPTS / "fault_threads.py"), "5000"], cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "20000", proc.stderr
+    # THEN every line of the process file parses, and no collector fell over
+    from memprobe.bootstrap.memprobe_agent import wire
+
+    for _, path in wire.iter_proc_files(str(tmp_path / "r.run")):
+        messages, bad = wire.read_file(path)
+        assert bad == 0 and len(messages) > 50
+    record = load(out)
+    validate(record, schema)
+    kinds = {e["kind"] for e in record["events"]}
+    assert not kinds & {"garbage_lines", "collector_off", "agent_error"}, record["events"]
+    main = [p for p in record["processes"] if p["role"] == "main"][0]
+    assert 18_000 <= main["steps"] <= 20_000  # the GIL makes lost increments rare, not impossible
