@@ -178,8 +178,9 @@ class _Journal:
     """The parent's own lines in the run folder, so the folder alone rebuilds the record."""
 
     def __init__(self, run_dir: str) -> None:
-        fd = os.open(os.path.join(run_dir, PARENT_FILE), os.O_WRONLY | os.O_CREAT | os.O_APPEND,
-                     0o600)  # like the agents' files: the run's data is the user's alone
+        fd = os.open(
+            os.path.join(run_dir, PARENT_FILE), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600
+        )  # like the agents' files: the run's data is the user's alone
         self._f: Optional[IO[str]] = open(fd, "a", encoding="utf-8")  # noqa: SIM115
 
     def write(self, message: Dict[str, Any]) -> None:

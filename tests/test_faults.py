@@ -272,8 +272,7 @@ def test_memprobe_sigkilled_in_live_mode_target_keeps_its_terminal(tmp_path: Pat
     assert len(events) == 1
 
 
-@pytest.mark.parametrize("oom,words", [(None, "OOM killer: unknown"), (True, "OOM"),
-                                       (False, "")])
+@pytest.mark.parametrize("oom,words", [(None, "OOM killer: unknown"), (True, "OOM"), (False, "")])
 def test_sigkill_summary_says_what_is_known_of_the_oom_killer(oom: object, words: str) -> None:
     # GIVEN a record of a SIGKILLed target, with the cgroup counter rising / not / unreadable
     import dataclasses

@@ -109,16 +109,34 @@ def test_real_oom_kill_is_recorded_with_the_climb(
     assert main["steps"] >= 10 and main["ended"] == "vanished"
 
 
-def test_oom_kill_in_a_cgroup_of_the_targets_own(tmp_path: Path, schema: dict,
-                                                 memory_cgroup: Path) -> None:
+def test_oom_kill_in_a_cgroup_of_the_targets_own(
+    tmp_path: Path, schema: dict, memory_cgroup: Path
+) -> None:
     # GIVEN a target that moves itself into a limited cgroup memprobe is not in (as with
     # `systemd-run --scope -p MemoryMax=...` or a job wrapper)
     out = tmp_path / "r.json"
-    join = f"echo $$ > {memory_cgroup / 'cgroup.procs'} && exec {sys.executable} \"$0\""
+    join = f'echo $$ > {memory_cgroup / "cgroup.procs"} && exec {sys.executable} "$0"'
     proc = subprocess.run(
-        [sys.executable, "-m", "memprobe", "run", "-o", str(out), *FAST, "--", "sh", "-c", join,
-         str(SCRIPTS / "fault_oom.py")],
-        cwd=tmp_path, env=cli_env(), capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "memprobe",
+            "run",
+            "-o",
+            str(out),
+            *FAST,
+            "--",
+            "sh",
+            "-c",
+            join,
+            str(SCRIPTS / "fault_oom.py"),
+        ],
+        cwd=tmp_path,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     # THEN the kill is still recognised as the OOM killer's: that cgroup's counter is watched
     assert proc.returncode == 128 + 9, proc.stderr
     record = load(out)

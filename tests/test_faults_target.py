@@ -80,14 +80,17 @@ def test_hundred_thousand_steps_per_second_not_slowed(tmp_path: Path) -> None:
     n = 200_000
     script = SCRIPTS / "fault_fast_steps.py"
     plain = json.loads(run_plain([str(script), str(n)], cwd=tmp_path).stdout)
-    proc = run_cli(["run", "-o", str(tmp_path / "r.json"), str(script), str(n)], cwd=tmp_path,
-                   timeout=120)
+    proc = run_cli(
+        ["run", "-o", str(tmp_path / "r.json"), str(script), str(n)], cwd=tmp_path, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     probed = json.loads(proc.stdout)
     ratio = probed["step_us"] / probed["noop_us"]
-    print(f"per step under memprobe: {probed['step_us']:.2f} µs with memprobe.step(), "
-          f"{probed['noop_us']:.2f} µs with a no-op ({ratio:.2f}x); plain run "
-          f"{plain['step_us']:.2f} µs")
+    print(
+        f"per step under memprobe: {probed['step_us']:.2f} µs with memprobe.step(), "
+        f"{probed['noop_us']:.2f} µs with a no-op ({ratio:.2f}x); plain run "
+        f"{plain['step_us']:.2f} µs"
+    )
     # THEN marking a step costs little next to a 10 µs step, and > 10^5 steps/s remain possible
     # (a plain run is printed for reference only: on a loaded 2-core box, runs minutes apart
     # differ by 2-3x whatever memprobe does)
@@ -222,8 +225,20 @@ def test_exit_status_of_a_signal_death_is_128_plus_n(tmp_path: Path, schema: dic
 def test_steps_from_several_threads_never_tear_a_line(tmp_path: Path, schema: dict) -> None:
     # GIVEN four threads marking steps at once, samples every millisecond
     out = tmp_path / "r.json"
-    proc = run_cli(["run", "-o", str(out), "--interval", "0.001", "--keep-run-dir",
-                    str(SCRIPTS / "fault_threads.py"), "5000"], cwd=tmp_path, timeout=120)
+    proc = run_cli(
+        [
+            "run",
+            "-o",
+            str(out),
+            "--interval",
+            "0.001",
+            "--keep-run-dir",
+            str(SCRIPTS / "fault_threads.py"),
+            "5000",
+        ],
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert proc.returncode == 0 and proc.stdout.strip() == "20000", proc.stderr
     # THEN every line of the process file parses, and no collector fell over
     from memprobe.bootstrap.memprobe_agent import wire

@@ -161,8 +161,10 @@ class Agent:
                     poll = min(self.idle_interval, 0.1)
                 self.ident.poll(self)
                 if self.relay is not None and self.relay.poll():
-                    self.event("relay", "memprobe's parent is gone: this process copies its "
-                               "terminal output itself")
+                    self.event(
+                        "relay",
+                        "memprobe's parent is gone: this process copies its terminal output itself",
+                    )
                 now = time.monotonic()
                 # time-based samples only while no steps come (none yet, or a long stall)
                 if (

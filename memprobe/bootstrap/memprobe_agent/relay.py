@@ -31,8 +31,9 @@ class PtyRelay:
             return False
         self.started = True
         for master, real in self.pairs:
-            threading.Thread(target=_copy, args=(master, real), name="memprobe-relay",
-                             daemon=True).start()
+            threading.Thread(
+                target=_copy, args=(master, real), name="memprobe-relay", daemon=True
+            ).start()
         return True
 
     def close(self) -> None:
@@ -56,7 +57,7 @@ def _copy(src: int, dst: int) -> None:
             return
         try:
             while data:
-                data = data[os.write(dst, data):]
+                data = data[os.write(dst, data) :]
         except OSError:
             return
 
