@@ -99,16 +99,17 @@ def test_growing_graph_is_state_not_detached() -> None:
     entries[-1]["graphs"]["largest_holder"] = "__main__.hidden"
     c = culprit_for("graph:nodes", build_profile(entries))
     # THEN it is the detach pattern, with the holder of the graph's tensor
-    assert c is not None and c.pattern == "state not detached"
+    assert c is not None and c.pattern == "graph carried across steps"
     assert c.holder == "__main__.hidden" and c.holds_autograd_graph
     assert c.fix_hint == HINT_DETACH
 
 
 def test_total_loss_accumulation_is_told_apart_from_hidden_state() -> None:
     entries = [census(5, roots=1, nodes=30, largest=30, root_type="AddBackward0"),
+               census(25, roots=1, nodes=150, largest=150, root_type="AddBackward0"),
                census(105, roots=1, nodes=630, largest=630, root_type="AddBackward0")]
     c = culprit_for("rss_bytes", build_profile(entries))
-    assert c is not None and c.pattern == "accumulated tensor"
+    assert c is not None and c.pattern == "graph carried across steps"
     assert c.fix_hint is not None and ".item()" in c.fix_hint and ".detach()" in c.fix_hint
 
 
@@ -145,6 +146,20 @@ def test_plain_container_of_dicts() -> None:
     assert c is not None and c.holder == "__main__.EVENT_LOG" and c.type == "dict"
     assert c.evidence["per_step"] == 1.0 and not c.holds_autograd_graph
     assert c.fix_hint is not None and "deque(maxlen" in c.fix_hint
+
+
+def test_one_jump_in_graph_roots_is_not_a_retained_graph() -> None:
+    # GIVEN graph roots that jumped once between two censuses (an episode's own graphs, gone
+    # at exit) while a list of records grows steadily
+    entries = [census(5, roots=41, nodes=248),
+               census(25, roots=81, nodes=488,
+                      containers=[box("agent.py:learn:self.history", 500, 100, "dict")]),
+               census(300, roots=0, nodes=0,
+                      containers=[box("agent.py:learn:self.history", 6000, 100, "dict")])]
+    c = culprit_for("py_alloc_blocks", build_profile(entries))
+    # THEN the records' list is blamed, not autograd graphs
+    assert c is not None and c.pattern == "unbounded container"
+    assert c.holder == "agent.py:learn:self.history" and not c.holds_autograd_graph
 
 
 def test_a_list_of_floats_is_never_blamed() -> None:

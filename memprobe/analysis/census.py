@@ -34,6 +34,10 @@ def _num(v: Any) -> Optional[float]:
     return float(v)
 
 
+def _list(v: Any) -> List[Any]:
+    return v if isinstance(v, list) else []
+
+
 def _get(d: Any, *path: str) -> Any:
     for key in path:
         if not isinstance(d, dict):
@@ -96,6 +100,16 @@ class Profile:
     def growth(self, name: str) -> float:
         return self._peak(name)[0]
 
+    def sustained(self, name: str) -> bool:
+        """Grew census after census (at least three of them), not one jump that may be a
+        wobble; a last census that fell below half of the one before is taken as the target
+        tearing down at exit and left out."""
+        values = [v for v in (self.value(name, i) for i in range(self.n)) if v is not None]
+        if len(values) >= 3 and values[-1] < 0.5 * values[-2]:
+            values = values[:-1]
+        return len(values) >= 3 and all(b >= a for a, b in zip(values, values[1:])) \
+            and values[-1] > values[0]
+
     def rate(self, name: str) -> float:
         """Growth per step (per second without steps), first census to the peak."""
         growth, span = self._peak(name)
@@ -119,7 +133,7 @@ class Profile:
         """The type that gained most over the censuses (as the agent reported growth)."""
         gained: Dict[str, float] = {}
         for entry in self.entries[1:]:
-            for g in entry.get("growing_types") or []:
+            for g in _list(entry.get("growing_types")):
                 if isinstance(g, dict) and isinstance(g.get("type"), str):
                     gained[g["type"]] = gained.get(g["type"], 0.0) + (_num(g.get("delta")) or 0.0)
         best = max(gained.items(), key=lambda kv: kv[1], default=None)
@@ -164,15 +178,15 @@ class Profile:
         """The user's line that allocated most of what survived the tracemalloc windows."""
         by_line: Dict[str, Tuple[float, List[str]]] = {}
         for w in self.windows:
-            for tb in w.get("tracebacks") or []:
+            for tb in _list(w.get("tracebacks")):
                 if not isinstance(tb, dict) or not isinstance(tb.get("user_line"), str):
                     continue
                 size = _num(tb.get("size")) or 0.0
-                frames = [str(f) for f in tb.get("traceback") or []][:8]
+                frames = [str(f) for f in _list(tb.get("traceback"))][:8]
                 old = by_line.get(tb["user_line"], (0.0, frames))
                 by_line[tb["user_line"]] = (old[0] + size, old[1])
             if not by_line:
-                for line in w.get("top") or []:
+                for line in _list(w.get("top")):
                     if isinstance(line, dict) and line.get("user") and \
                             isinstance(line.get("line"), str):
                         by_line.setdefault(line["line"], (_num(line.get("size")) or 0.0, []))
@@ -199,7 +213,7 @@ def _containers(entries: List[Dict[str, Any]], xs: List[float]) -> List[Containe
     first_seen: Dict[str, int] = {}
     last: Dict[str, Tuple[int, Dict[str, Any]]] = {}  # the census where it was longest
     for i, entry in enumerate(entries):
-        for box in entry.get("containers") or []:
+        for box in _list(entry.get("containers")):
             if isinstance(box, dict) and isinstance(box.get("holder"), str):
                 first_seen.setdefault(box["holder"], i)
                 old = last.get(box["holder"])
@@ -216,8 +230,8 @@ def _containers(entries: List[Dict[str, Any]], xs: List[float]) -> List[Containe
         growth = length - int(base)
         span = xs[i] - base_x
         per_step = growth / span if span > 0 else 0.0
-        elems = [str(t) for t in box.get("elem_types") or [] if isinstance(t, str)]
-        chain = [str(c) for c in box.get("chain") or []]
+        elems = [str(t) for t in _list(box.get("elem_types")) if isinstance(t, str)]
+        chain = [str(c) for c in _list(box.get("chain"))]
         out.append(Container(holder=holder, type=str(box.get("type", "?")), len=length,
                              per_step=per_step, growth=growth, elem_types=elems, chain=chain,
                              complete=bool(box.get("complete", True)),

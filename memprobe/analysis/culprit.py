@@ -139,8 +139,8 @@ def _graphs(prof: Profile) -> Optional[Culprit]:
     roots, largest = prof.rate("graph:roots"), prof.rate("graph:largest")
     grad = prof.rate("tensors:grad_fn_count")
     per_root = prof.at_peak("graph:roots", "graphs", "mean_per_root")
-    if largest > 0.5 and largest >= roots:
-        holder = prof.last("graphs", "largest_holder")
+    holder = prof.last("graphs", "largest_holder")  # set by the agent when largest grew
+    if largest > 0.5 and largest >= roots and (holder or prof.sustained("graph:largest")):
         node = prof.last("graphs", "largest_holder_node" if holder else "largest_root_type")
         accumulating = node in ("AddBackward0", "SumBackward0")
         box = prof.container_of(TENSOR)
@@ -148,20 +148,22 @@ def _graphs(prof: Profile) -> Optional[Culprit]:
                  largest_graph_nodes_per_step=round(largest, 2),
                  graph_root=node)
         who = f"`{holder}`" if holder else "a tensor"
-        if accumulating:
-            return _make(prof, TENSOR, holder or (box.holder if box else None), True,
-                         "accumulated tensor", HINT_CARRIED,
-                         f"{who}, accumulated across steps (`total += loss`, a running mean), "
-                         f"holds one autograd graph that gains {largest:.3g} nodes per step.",
-                         ev, box)
-        return _make(prof, TENSOR, holder, True, "state not detached", HINT_DETACH,
-                     f"{who}, carried across steps without `.detach()`, holds one autograd "
-                     f"graph that gains {largest:.3g} nodes per step.", ev, None)
+        # a sum at the root (`total += loss`, a running mean): numbers or detached inputs;
+        # anything else (a recurrent state): detach it at the step boundary
+        return _make(prof, TENSOR, holder or (box.holder if accumulating and box else None),
+                     True, "graph carried across steps",
+                     HINT_CARRIED if accumulating else HINT_DETACH,
+                     f"{who} is carried across steps and built from each step's tensors: it "
+                     f"holds one autograd graph that gains {largest:.3g} nodes per step.",
+                     ev, None)
     if max(roots, grad) > 0.05 and (prof.growth("graph:roots") >= 4 or
                                     prof.growth("tensors:grad_fn_count") >= 4):
         rate = max(roots, grad)
         nodes = f" of {per_root:.0f} nodes" if isinstance(per_root, (int, float)) else ""
         box = prof.container_of(TENSOR)
+        if box is None and not (prof.sustained("graph:roots")
+                                or prof.sustained("tensors:grad_fn_count")):
+            return None  # one jump between two censuses: a step's graphs, not a leak
         if box is not None:
             who = f"`{box.holder}` (a {box.type}) gains {rate:.3g} torch.Tensor per step"
         else:  # the tensors sit inside the items of a growing container (transitions, records)
