@@ -132,12 +132,37 @@ WORDS = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(BAD))
+# the kinds of input the issue names, each through the real CLI; the rest in-process below
+THROUGH_CLI = [
+    "missing",
+    "directory_without_run",
+    "empty",
+    "truncated",
+    "not_utf8",
+    "json_list",
+    "other_object",
+    "newer_schema",
+    "huge",
+    "deeply_nested",
+    "process_pid_string",
+    "garbage_run_dir",
+]
+
+
+@pytest.mark.parametrize("case", THROUGH_CLI)
 def test_report_refuses_bad_input_in_one_line(tmp_path: Path, case: str) -> None:
     path = BAD[case](tmp_path)
     proc = run_cli(["report", str(path)], cwd=tmp_path, timeout=60)
     _assert_one_line_error(proc)
     assert WORDS.get(case, "") in proc.stderr
+
+
+@pytest.mark.parametrize("case", sorted(set(BAD) - set(THROUGH_CLI)))
+def test_loader_refuses_other_shapes_in_one_line(tmp_path: Path, case: str) -> None:
+    # what `report` calls first: a RecordError of one line (the CLI prints it, as above)
+    with pytest.raises(rec.RecordError) as e:
+        rec.load(str(BAD[case](tmp_path)))
+    assert "\n" not in str(e.value) and str(e.value)
 
 
 @pytest.mark.parametrize(

@@ -173,7 +173,7 @@ def test_memprobe_sigkilled_target_runs_on_and_the_folder_rebuilds(
     target_out = tmp_path / "target.out"
     with open(target_out, "w") as sink:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "memprobe", *target_args(out, ready, 150, "exit:0")],
+            [sys.executable, "-m", "memprobe", *target_args(out, ready, 80, "exit:0")],
             cwd=tmp_path,
             env=cli_env(),
             stdin=subprocess.DEVNULL,
@@ -200,7 +200,7 @@ def test_memprobe_sigkilled_target_runs_on_and_the_folder_rebuilds(
     record = rebuild(str(run_dir)).to_json()
     validate(record, schema)
     main = [p for p in record["processes"] if p["role"] == "main"][0]
-    assert main["pid"] == pid and main["ended"] == "exit" and main["steps"] == 150
+    assert main["pid"] == pid and main["ended"] == "exit" and main["steps"] == 80
     assert len(main["series"]["rss_bytes"]["value"]) >= 20
     assert record["exit"] == {"code": None, "signal": None, "oom_killed": None}  # unknown
     assert "rebuilt" in [e["kind"] for e in record["events"]]

@@ -373,7 +373,7 @@ hostile_messages = st.builds(
 )
 
 
-@settings(max_examples=75, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(hostile_messages, max_size=8),
     st.lists(hostile_messages, max_size=8),
