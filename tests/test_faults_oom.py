@@ -50,10 +50,15 @@ def memory_cgroup() -> Iterator[Path]:
             (child / "memory.limit_in_bytes").write_text(str(LIMIT))
         else:
             (child / "memory.max").write_text(str(LIMIT))
-            (child / "memory.swap.max").write_text("0")
     except OSError as e:
         child.rmdir()
         pytest.skip(f"cannot set a memory limit on {child} ({e})")
+    # no swapping instead of the OOM kill, where swap is accounted (absent files: no swap)
+    for name, value in (("memory.memsw.limit_in_bytes", LIMIT), ("memory.swap.max", 0)):
+        try:
+            (child / name).write_text(str(value))
+        except OSError:
+            pass
     yield child
     for _ in range(100):  # the kernel frees the cgroup once its last process is reaped
         try:
