@@ -242,7 +242,7 @@ def _judge_window(
         steps_per_s=sps,
         floor=floor,
         inflation=tr.inflation,
-        growing=significant and tr.slope >= rate_thr,
+        growing=tr.ci_low > 0 and tr.slope >= rate_thr,
         **base,
     )
     fmt = fmt_rate(unit, word)
