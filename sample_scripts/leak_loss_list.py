@@ -35,4 +35,4 @@ for step in range(args.steps):
     if step % 250 == 0:
         print(f"step {step} loss {sum(losses[-50:]).item() / min(50, len(losses)):.4f}")
 
-print("final mean loss", float(sum(l.item() for l in losses[-100:]) / 100))
+print("final mean loss", float(sum(t.item() for t in losses[-100:]) / 100))

@@ -283,13 +283,23 @@ def test_projection_uses_the_gpu_limit_for_cuda_signals() -> None:
     assert proj["limit_bytes"] == 80 * 2**30
 
 
-def test_worker_rss_leak_gets_the_dataloader_hint() -> None:
-    # GIVEN a DataLoader worker whose RSS climbs
-    record = _record({"rss_bytes": 2e8 + 5e5 * STEPS}, role="worker")
+def test_worker_uss_leak_with_flat_rss_gets_the_dataloader_hint() -> None:
+    # GIVEN a DataLoader worker whose private memory (USS) climbs while its RSS stays flat
+    record = _record({"uss_bytes": 2e7 + 5e5 * STEPS, "rss_bytes": 2e8 + 0 * STEPS}, role="worker")
     # WHEN analysed THEN the hint names the copy-on-access problem
     a = analyze(record)
     assert a.verdict == "leak"
     assert "13246" in (a.findings[0].fix_hint or "")
+
+
+def test_worker_rss_leak_is_not_blamed_on_copy_on_access() -> None:
+    # GIVEN a worker whose RSS itself climbs (it allocates: a cache, a list)
+    record = _record(
+        {"rss_bytes": 2e8 + 5e5 * STEPS, "uss_bytes": 2e7 + 5e5 * STEPS}, role="worker"
+    )
+    a = analyze(record)
+    assert a.verdict == "leak"
+    assert all("13246" not in (f.fix_hint or "") for f in a.findings)
 
 
 def test_time_axis_without_steps() -> None:

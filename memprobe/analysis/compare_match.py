@@ -18,8 +18,8 @@ class ProcessMatch:
     how: str  # "role" | "order" | "unmatched"
 
 
-def _key(p: Process) -> Tuple[str, Optional[int], Optional[int]]:
-    return (p.role, p.rank, p.worker_id)
+def _key(p: Process) -> Tuple[str, Optional[int], Optional[int], Optional[int]]:
+    return (p.role, p.node, p.rank, p.worker_id)
 
 
 def match_processes(before: List[Process], after: List[Process]) -> List[ProcessMatch]:

@@ -113,7 +113,13 @@ def leak_finding(
 ) -> Finding:
     """A leak finding; the culprit is left for the census analysis to fill."""
     what, hint = describe(signal)
-    if signal in ("rss_bytes", "uss_bytes") and role == "worker":
+    if (
+        signal in ("uss_bytes", "pss_bytes")
+        and role == "worker"
+        and "rss_bytes" not in (related or [])
+    ):
+        # private memory climbing while RSS does not: shared pages turning private, the
+        # copy-on-access of a Python-object dataset, not memory the worker allocates
         hint = _WORKER_HINT
     if hint is None and related:
         hint = describe(related[0])[1]
