@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -13,7 +14,7 @@ from rich.text import Text
 from memprobe import record as rec
 from memprobe.errors import EXIT_BAD_INPUT, MemprobeError
 from memprobe.launcher import RunOutcome
-from memprobe.render.fmt import fmt_bytes, safe_text
+from memprobe.render.fmt import fmt_bytes, headline_order, safe_text
 from memprobe.render.live import LiveDisplay, PlainDisplay
 
 
@@ -35,10 +36,20 @@ def finish(outcome: RunOutcome, output: str, detect: Any, keep_run_dir: bool) ->
     """Analyse, write the record, say where it went. Returns (exit code, verdict)."""
     console = _stderr_console()
     record = outcome.record
+    # SIGINT is ignored while the target runs (see cli.run); now one Ctrl-C skips the analysis
+    previous = signal.getsignal(signal.SIGINT)
+
+    def interrupt_once(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGINT, previous)  # before raising: a second one cannot land
+        raise KeyboardInterrupt  # in the except clause below
+
+    signal.signal(signal.SIGINT, interrupt_once)
     try:
         from memprobe.finalize import finalize  # scipy: only once there is a run
 
         record = finalize(record, detect)
+    except KeyboardInterrupt:
+        console.print(Text("memprobe: analysis interrupted; the record has the raw series only"))
     except Exception as e:  # noqa: BLE001 - never lose the run to an analysis bug
         console.print(
             safe_text(  # names from the target may be in the message: never raw escapes
@@ -47,6 +58,8 @@ def finish(outcome: RunOutcome, output: str, detect: Any, keep_run_dir: bool) ->
                 style="yellow",
             )
         )
+    finally:
+        signal.signal(signal.SIGINT, previous)  # and nothing interrupts the writing
     try:
         rec.save(record, output)
     except OSError as e:
@@ -89,6 +102,7 @@ def print_summary(record: rec.RunRecord, console: Console) -> None:
             key = f"{f.pid}|{c.get('holder')}|{c.get('type')}" if c else f"{f.pid}|{f.signal}"
             groups.setdefault(key, []).append(f)
     for findings in list(groups.values())[:4]:
+        findings.sort(key=headline_order)
         first = findings[0]
         t = Text("  • ")
         t.append(safe_text(first.explanation or first.signal, limit=400))

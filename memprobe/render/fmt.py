@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Tuple
 
 from rich.text import Text
+
+from memprobe.record import Finding
 
 _BLOCKS = "▁▂▃▄▅▆▇█"
 # C0/C1 controls and escape sequences from the target must never reach the terminal raw; nor
@@ -52,3 +54,12 @@ def clean(s: str, limit: Optional[int] = None) -> str:
 def safe_text(s: str, limit: Optional[int] = None, style: str = "") -> Text:
     """Target-provided text as a Rich Text (no markup interpretation), controls removed."""
     return Text(clean(s, limit), style=style)
+
+
+def headline_order(f: Finding) -> Tuple[int, int, float]:
+    """Sort key for the finding a person should see first: one with a named holder, then
+    bytes before counts, then the fastest growth (a tiny USS creep must not hide a
+    300 KiB/step RSS leak, and the bytes finding carries the projection)."""
+    named = 0 if (f.culprit or {}).get("holder") else 1
+    is_bytes = 0 if f.unit == "bytes" else 1
+    return (named, is_bytes, -abs(f.slope_per_s or 0.0))

@@ -16,6 +16,7 @@ from rich.text import Text
 
 from memprobe.collect import RunState
 from memprobe.record import ExitInfo
+from memprobe.render.fmt import headline_order, safe_text
 from memprobe.render.live import VERDICT_STYLE, SignalRow, Verdicts
 
 
@@ -36,6 +37,7 @@ class LiveJudge:
         if now < self._next:
             return
         from memprobe.analysis import analyze
+        from memprobe.analysis.culprit import attribute, live_culprit
         from memprobe.analysis.findings import projection_text, rate_text
 
         record = state.build(ExitInfo(), duration_s=max(0.0, time.time() - state.started_at))
@@ -49,7 +51,10 @@ class LiveJudge:
             shown = self._stable.observe(pid, signal, v).verdict
             rate = rate_text(v) if v.n >= 3 else ""
             verdicts[(pid, signal)] = (shown, rate)
-            if signal != "rss_bytes" and (shown != "no_leak" or signal.startswith("cuda:")):
+            # rows worth a glance: leaks, and signals still being judged that have a value
+            if v.last_value is None or signal == "rss_bytes":
+                continue
+            if shown != "no_leak" or signal.startswith("cuda:"):
                 rows.append(
                     SignalRow(
                         labels.get(pid, str(pid)), pid, signal, v.last_value, v.unit, rate, shown
@@ -60,15 +65,34 @@ class LiveJudge:
         run = self._stable.run_verdict()
         header = Text("verdict: ", style="bold")
         header.append(run.replace("_", " ").upper(), style=VERDICT_STYLE.get(run, ""))
-        leaks = [f for f in result.findings if f.kind == "leak"]
+        leaks = [f for f in attribute(record, list(result.findings)) if f.kind == "leak"]
         if run == "leak" and leaks:
-            first = leaks[0]
-            header.append(f" · {first.signal} ")
+            first = min(leaks, key=headline_order)
+            header.append(" · ")
+            header.append(safe_text(labels.get(first.pid or -1, "?")))
+            holder = (first.culprit or {}).get("holder")
+            kind = (first.culprit or {}).get("type")
+            if holder:
+                header.append(" · ")
+                header.append(safe_text(str(holder), limit=60, style="bold"))
+                if kind:
+                    header.append(safe_text(f" ({kind})", limit=40))
+            header.append(safe_text(f" · {first.signal} ", limit=60))
             key = (first.pid if first.pid is not None else -1, first.signal)
             header.append(rate_text(result.verdicts[key]) if key in result.verdicts else "")
             header.append(projection_text(first.projected_oom))
         elif run == "inconclusive":
             header.append(" · gathering steps", style="dim")
+        growing = [
+            (labels.get(p.pid, str(p.pid)), live_culprit(p.census))
+            for p in state.procs.values()
+            if p.census
+        ]
+        growing = [(label, text) for label, text in growing if text]
+        if growing:
+            header.append("\ntop growing: ", style="bold")
+            label, text = growing[0]
+            header.append(safe_text(f"{label}: {text}", limit=110))
         self._header = header
 
     def verdicts(self, state: RunState) -> Verdicts:
