@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
 import time
 from enum import Enum
@@ -149,6 +150,10 @@ def run(
     )
     detect = _detect_options(min_bytes_per_step)
     display = commands.make_display(live, detect)
+    # Ctrl-C belongs to the target (same process group); after it, commands.finish lets a
+    # second one skip the analysis but never the record. A handler, not SIG_IGN: an ignored
+    # SIGINT would be inherited and the target would never see its KeyboardInterrupt.
+    signal.signal(signal.SIGINT, _ignore_signal)
     try:
         outcome = launcher.run(command, options, run_dir, display)
     except launcher.LaunchError as e:
@@ -158,6 +163,10 @@ def run(
     if code == 0 and fail_on_leak and verdict == "leak":
         code = EXIT_LEAK
     raise typer.Exit(code)
+
+
+def _ignore_signal(signum: int, frame: object) -> None:
+    pass
 
 
 def _detect_options(min_bytes_per_step: Optional[float]) -> DetectOptions:
