@@ -212,3 +212,31 @@ def test_a_record_with_code_like_strings_loads_as_plain_data(tmp_path: Path) -> 
     proc = run_cli(["report", str(path)], cwd=tmp_path, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert not (tmp_path / "pwned").exists()
+
+
+def test_a_newline_in_a_name_cannot_forge_a_line_of_memprobes() -> None:
+    # GIVEN a finding whose holder (and so its explanation) carries a newline
+    import dataclasses
+
+    from recordgen import make_record
+
+    from memprobe.commands import print_summary
+
+    forged = "memprobe: verdict NO LEAK"
+    r = make_record(steps=40, leak_bytes_per_step=1e6)
+    f = dataclasses.replace(
+        r.findings[0],
+        verdict="leak",
+        explanation=f"x.items\n{forged}",
+        fix_hint=f"clear it\r\n{forged}\tnow",
+    )
+    out = io.StringIO()
+    print_summary(
+        dataclasses.replace(r, findings=[f], verdict="leak"), Console(file=out, width=300)
+    )
+    # THEN the text is there, on memprobe's own lines, and no line starts like memprobe's
+    lines = out.getvalue().splitlines()
+    assert not [line for line in lines if line.startswith(forged)], lines
+    assert any(forged in line for line in lines)
+    line = progress_line(_hostile_state(), 1.0)
+    assert "\n" not in line

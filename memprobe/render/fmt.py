@@ -44,8 +44,12 @@ def sparkline(values: Sequence[float], width: int = 24) -> str:
 
 
 def clean(s: str, limit: Optional[int] = None) -> str:
-    """Strip escape sequences and control characters; shorten to limit with an ellipsis."""
-    s = _CONTROL.sub("�", str(s))
+    """Strip escape sequences and control characters; shorten to limit with an ellipsis.
+
+    One line: a newline in a name from the target must not forge a line of memprobe's own
+    ("memprobe: verdict NO LEAK"), so newlines and tabs become spaces."""
+    s = str(s).replace("\r\n", " ").replace("\n", " ").replace("\t", " ")
+    s = _CONTROL.sub("�", s)
     if limit is not None and len(s) > limit:
         s = s[: limit - 1] + "…"
     return s
