@@ -54,7 +54,8 @@ class Expensive:
         self.force_at = int(cfg.get("census_first_step", 5))
         self.force_gap = int(cfg.get("census_second_after", 20))
         self.forced_left = 2
-        self.poll_s = max(0.25, float(cfg.get("sample_interval_s", 0.1)))
+        # watched containers followed by path: a few microseconds, at the cheap-sample pace
+        self.poll_s = max(0.05, float(cfg.get("sample_interval_s", 0.1)))
         self.tracker = ContainerTracker()
         self.tm = TraceWindow(str(cfg.get("tracemalloc", "auto")))
         self.census_due = now + TICK_AFTER_S
