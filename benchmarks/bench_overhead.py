@@ -63,11 +63,13 @@ def _agent_account(record_path: str) -> Dict[str, Any]:
     main = next(p for p in record["processes"] if p["role"] == "main")
     full = [c for c in main["census"] if "types" in c]
     last = full[-1] if full else {}
-    return {"censuses": len(full),
-            "census_s": sum(c.get("duration_s", 0.0) for c in full),
-            "windows": sum(1 for c in main["census"] if c.get("tracemalloc")),
-            "share": (last.get("budget") or {}).get("share"),
-            "verdict": record["verdict"]}
+    return {
+        "censuses": len(full),
+        "census_s": sum(c.get("duration_s", 0.0) for c in full),
+        "windows": sum(1 for c in main["census"] if c.get("tracemalloc")),
+        "share": (last.get("budget") or {}).get("share"),
+        "verdict": record["verdict"],
+    }
 
 
 def bench_loop(size: str, pairs: int, seconds: float, steps: int = 0) -> Dict[str, Any]:
@@ -88,13 +90,20 @@ def bench_loop(size: str, pairs: int, seconds: float, steps: int = 0) -> Dict[st
                 rows[kind].append({"wall_s": wall, **{k: res[k] for k in METRICS if k in res}})
                 if kind == "memprobe":
                     accounts.append(_agent_account(out))
-                print(f"  {size} {kind:8s} loop {res['loop_s']:7.2f} s"
-                      f"  cpu {res['loop_cpu_s']:7.2f} s  wall {wall:7.2f} s",
-                      file=sys.stderr, flush=True)
-    med = {k: {m: statistics.median(r[m] for r in v) for m in METRICS + ("wall_s",)}
-           for k, v in rows.items()}
+                print(
+                    f"  {size} {kind:8s} loop {res['loop_s']:7.2f} s"
+                    f"  cpu {res['loop_cpu_s']:7.2f} s  wall {wall:7.2f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    med = {
+        k: {m: statistics.median(r[m] for r in v) for m in METRICS + ("wall_s",)}
+        for k, v in rows.items()
+    }
     return {
-        "size": size, "steps": steps, "pairs": pairs,
+        "size": size,
+        "steps": steps,
+        "pairs": pairs,
         "step_ms_plain": 1000 * med["plain"]["loop_s"] / steps,
         "median": med,
         "loop_ratio": med["memprobe"]["loop_s"] / med["plain"]["loop_s"],
@@ -102,7 +111,8 @@ def bench_loop(size: str, pairs: int, seconds: float, steps: int = 0) -> Dict[st
         "tail_ratio": med["memprobe"]["tail_s"] / med["plain"]["tail_s"],
         "tail_cpu_ratio": med["memprobe"]["tail_cpu_s"] / med["plain"]["tail_cpu_s"],
         "wall_ratio": med["memprobe"]["wall_s"] / med["plain"]["wall_s"],
-        "runs": rows, "agent": accounts,
+        "runs": rows,
+        "agent": accounts,
     }
 
 
@@ -143,13 +153,21 @@ def bench_census(sizes: List[float]) -> List[Dict[str, Any]]:
     bootstrap = str(Path(__file__).resolve().parent.parent / "memprobe" / "bootstrap")
     out = []
     for n in sizes:
-        proc = subprocess.run([sys.executable, "-c", _CENSUS_PROBE, str(n), bootstrap],
-                              env=_env(), capture_output=True, text=True, check=True)
+        proc = subprocess.run(
+            [sys.executable, "-c", _CENSUS_PROBE, str(n), bootstrap],
+            env=_env(),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         res = json.loads(proc.stdout.strip().splitlines()[-1])
-        print(f"  heap {res['objects']:>10,} objects: census {res['first_s']:.3f} s, "
-              f"with holder search {res['second_s']:.3f} s, steady (min of 3) "
-              f"{res['steady_min_s']:.3f} s (stride {res['stride']})",
-              file=sys.stderr, flush=True)
+        print(
+            f"  heap {res['objects']:>10,} objects: census {res['first_s']:.3f} s, "
+            f"with holder search {res['second_s']:.3f} s, steady (min of 3) "
+            f"{res['steady_min_s']:.3f} s (stride {res['stride']})",
+            file=sys.stderr,
+            flush=True,
+        )
         out.append(res)
     return out
 
@@ -157,10 +175,12 @@ def bench_census(sizes: List[float]) -> List[Dict[str, Any]]:
 def report(loops: List[Dict[str, Any]], census: List[Dict[str, Any]]) -> str:
     lines = []
     if loops:
-        lines += ["| loop | step (plain) | steps | pairs | loop plain | loop memprobe | ratio "
-                  "| loop CPU ratio | 2nd half ratio | 2nd half CPU ratio | wall plain "
-                  "| wall memprobe | ratio | censuses | census s | agent share |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "| loop | step (plain) | steps | pairs | loop plain | loop memprobe | ratio "
+            "| loop CPU ratio | 2nd half ratio | 2nd half CPU ratio | wall plain "
+            "| wall memprobe | ratio | censuses | census s | agent share |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for r in loops:
             m = r["median"]
             agent = r["agent"]
@@ -172,13 +192,20 @@ def report(loops: List[Dict[str, Any]], census: List[Dict[str, Any]]) -> str:
                 f"| {m['memprobe']['wall_s']:.2f} s | {r['wall_ratio']:.3f}x "
                 f"| {statistics.median(a['censuses'] for a in agent):.0f} "
                 f"| {statistics.median(a['census_s'] for a in agent):.2f} "
-                f"| {statistics.median(a['share'] or 0 for a in agent):.2%} |")
+                f"| {statistics.median(a['share'] or 0 for a in agent):.2%} |"
+            )
     if census:
-        lines += ["", "| live objects | stride | first census | census + holder search "
-                  "| steady census (min of 3) |", "|---|---|---|---|---|"]
+        lines += [
+            "",
+            "| live objects | stride | first census | census + holder search "
+            "| steady census (min of 3) |",
+            "|---|---|---|---|---|",
+        ]
         for c in census:
-            lines.append(f"| {c['objects']:,} | {c['stride']} | {c['first_s']:.3f} s "
-                         f"| {c['second_s']:.3f} s | {c['steady_min_s']:.3f} s |")
+            lines.append(
+                f"| {c['objects']:,} | {c['stride']} | {c['first_s']:.3f} s "
+                f"| {c['second_s']:.3f} s | {c['steady_min_s']:.3f} s |"
+            )
     return "\n".join(lines)
 
 
@@ -187,16 +214,27 @@ def main() -> None:
     ap.add_argument("--sizes", nargs="+", default=["small", "large"])
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=40.0, help="length of each training loop")
-    ap.add_argument("--heap", default="1e5,3e5,1e6,2e6,5e6",
-                    help="extra live objects for the census timing, comma separated")
-    ap.add_argument("--steps", nargs="+", type=int, default=[],
-                    help="steps per run for each of --sizes (default: calibrated to --seconds)")
+    ap.add_argument(
+        "--heap",
+        default="1e5,3e5,1e6,2e6,5e6",
+        help="extra live objects for the census timing, comma separated",
+    )
+    ap.add_argument(
+        "--steps",
+        nargs="+",
+        type=int,
+        default=[],
+        help="steps per run for each of --sizes (default: calibrated to --seconds)",
+    )
     ap.add_argument("--no-loops", action="store_true")
     ap.add_argument("--json", help="also write the raw results here")
     args = ap.parse_args()
     steps = args.steps + [0] * (len(args.sizes) - len(args.steps))
-    loops = [] if args.no_loops else [bench_loop(s, args.pairs, args.seconds, n)
-                                      for s, n in zip(args.sizes, steps)]
+    loops = (
+        []
+        if args.no_loops
+        else [bench_loop(s, args.pairs, args.seconds, n) for s, n in zip(args.sizes, steps)]
+    )
     census = bench_census([float(x) for x in args.heap.split(",") if x]) if args.heap else []
     print(report(loops, census))
     if args.json:

@@ -43,7 +43,16 @@ for step in range(args.steps):
     losses.append(loss.item())
 loop_s = time.perf_counter() - t0
 cpu_s = time.process_time() - c0  # all threads of this process: the agent's included
-print(json.dumps({"size": args.size, "steps": args.steps, "loop_s": loop_s, "loop_cpu_s": cpu_s,
-                  "tail_s": loop_s - (t_half - t0),
-                  "tail_cpu_s": cpu_s - (c_half - c0),
-                  "step_ms": 1000 * loop_s / args.steps}))
+print(
+    json.dumps(
+        {
+            "size": args.size,
+            "steps": args.steps,
+            "loop_s": loop_s,
+            "loop_cpu_s": cpu_s,
+            "tail_s": loop_s - (t_half - t0),
+            "tail_cpu_s": cpu_s - (c_half - c0),
+            "step_ms": 1000 * loop_s / args.steps,
+        }
+    )
+)

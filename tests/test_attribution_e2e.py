@@ -12,8 +12,11 @@ from conftest import SAMPLES, load, run_cli, validate
 
 def _run(tmp_path: Path, script: str, *args: str) -> Tuple[Dict[str, Any], str]:
     out = tmp_path / "r.json"
-    proc = run_cli(["run", "--no-live", "-o", str(out), str(SAMPLES / script), *args],
-                   cwd=tmp_path, timeout=600)
+    proc = run_cli(
+        ["run", "--no-live", "-o", str(out), str(SAMPLES / script), *args],
+        cwd=tmp_path,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return load(out), proc.stderr
 

@@ -190,8 +190,9 @@ def test_tracker_names_a_growing_container_and_polls_it() -> None:
         mod.events.extend({"i": i} for i in range(40))  # type: ignore[attr-defined]
         mod.values.extend([0.5] * 40)  # type: ignore[attr-defined]
         second = _take()
-        v, entries = tracker.update(second["containers"], second["lengths"], 41,
-                                    time.perf_counter() + FAR, set())
+        v, entries = tracker.update(
+            second["containers"], second["lengths"], 41, time.perf_counter() + FAR, set()
+        )
         del second
         mod.events.append({"i": -1})  # type: ignore[attr-defined]
         polled = tracker.poll()
@@ -210,7 +211,10 @@ def test_tracker_names_a_growing_container_and_polls_it() -> None:
 
 def test_elem_types_reads_only_types() -> None:
     assert census.elem_types(collections.deque([1, "a", Widget()])) == [
-        "int", "str", f"{__name__}.Widget"]
+        "int",
+        "str",
+        f"{__name__}.Widget",
+    ]
     assert census.elem_types({"a": 1.0}) == ["float"]
 
 
@@ -261,8 +265,14 @@ def test_censuses_at_fixed_steps_then_on_the_budget() -> None:
     # and each carries the payload the analysis joins (v signals + details)
     assert [c["step"] for c in censuses][:2] == [5, 25]
     last = censuses[-1]
-    for key in ("tensors:count", "graph:nodes", "graph:roots", "graph:largest",
-                "modules:count", "modules:param_bytes"):
+    for key in (
+        "tensors:count",
+        "graph:nodes",
+        "graph:roots",
+        "graph:largest",
+        "modules:count",
+        "modules:param_bytes",
+    ):
         assert key in last["v"]
     for key in ("types", "growing_types", "containers", "graphs", "duration_s", "budget"):
         assert key in last

@@ -12,23 +12,45 @@ from memprobe.analysis.culprit import HINT_DETACH, attribute, culprit_for, live_
 from memprobe.record import ExitInfo, Finding, Limits, Process, RunRecord
 
 
-def census(step: int, *, roots: int = 1, nodes: int = 15, largest: int = 15,
-           grad_fn: Optional[int] = None, tensors: int = 40,
-           containers: Optional[List[Dict[str, Any]]] = None, modules: int = 3,
-           module_types: Optional[Dict[str, int]] = None, figures: Optional[int] = None,
-           ndarrays: Optional[int] = None, root_type: str = "MseLossBackward0",
-           tracemalloc: Optional[Dict[str, Any]] = None,
-           types: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+def census(
+    step: int,
+    *,
+    roots: int = 1,
+    nodes: int = 15,
+    largest: int = 15,
+    grad_fn: Optional[int] = None,
+    tensors: int = 40,
+    containers: Optional[List[Dict[str, Any]]] = None,
+    modules: int = 3,
+    module_types: Optional[Dict[str, int]] = None,
+    figures: Optional[int] = None,
+    ndarrays: Optional[int] = None,
+    root_type: str = "MseLossBackward0",
+    tracemalloc: Optional[Dict[str, Any]] = None,
+    types: Optional[Dict[str, Any]] = None,
+) -> Dict[str, Any]:
     entry: Dict[str, Any] = {
-        "step": step, "t": step * 0.01, "seq": step,
+        "step": step,
+        "t": step * 0.01,
+        "seq": step,
         "types": types or {"dict": {"count": 1000}},
-        "tensors": {"count": tensors, "grad_fn_count": roots if grad_fn is None else grad_fn,
-                    "bytes_by_device": {"cpu": 1000}, "param_bytes": 800},
-        "graphs": {"nodes": nodes, "roots": roots, "largest": largest,
-                   "mean_per_root": round(nodes / max(1, roots), 1),
-                   "largest_root_type": root_type},
-        "modules": {"count": modules,
-                    "types": module_types or {"torch.nn.modules.linear.Linear": 3}},
+        "tensors": {
+            "count": tensors,
+            "grad_fn_count": roots if grad_fn is None else grad_fn,
+            "bytes_by_device": {"cpu": 1000},
+            "param_bytes": 800,
+        },
+        "graphs": {
+            "nodes": nodes,
+            "roots": roots,
+            "largest": largest,
+            "mean_per_root": round(nodes / max(1, roots), 1),
+            "largest_root_type": root_type,
+        },
+        "modules": {
+            "count": modules,
+            "types": module_types or {"torch.nn.modules.linear.Linear": 3},
+        },
         "containers": containers or [],
     }
     if figures is not None:
@@ -41,23 +63,50 @@ def census(step: int, *, roots: int = 1, nodes: int = 15, largest: int = 15,
 
 
 def box(holder: str, length: int, first_len: int, elem: str, typ: str = "list") -> Dict[str, Any]:
-    return {"holder": holder, "type": typ, "len": length, "grew": length - first_len,
-            "first_len": first_len, "elem_types": [elem], "chain": holder.split("."),
-            "complete": True, "scalar": elem in ("float", "int")}
+    return {
+        "holder": holder,
+        "type": typ,
+        "len": length,
+        "grew": length - first_len,
+        "first_len": first_len,
+        "elem_types": [elem],
+        "chain": holder.split("."),
+        "complete": True,
+        "scalar": elem in ("float", "int"),
+    }
 
 
-WINDOW = {"start_step": 25, "end_step": 45, "seconds": 1.0, "mode": "auto", "top": [],
-          "tracebacks": [{"size": 9000, "count": 20, "user_line": "train.py:31",
-                          "traceback": ["train.py:31", "torch/nn/functional.py:4315"]},
-                         {"size": 100, "count": 2, "user_line": "train.py:7",
-                          "traceback": ["train.py:7"]}]}
+WINDOW = {
+    "start_step": 25,
+    "end_step": 45,
+    "seconds": 1.0,
+    "mode": "auto",
+    "top": [],
+    "tracebacks": [
+        {
+            "size": 9000,
+            "count": 20,
+            "user_line": "train.py:31",
+            "traceback": ["train.py:31", "torch/nn/functional.py:4315"],
+        },
+        {"size": 100, "count": 2, "user_line": "train.py:7", "traceback": ["train.py:7"]},
+    ],
+}
 
 
 def record(entries: List[Dict[str, Any]], findings: List[Finding]) -> RunRecord:
     proc = Process(pid=7, census=entries)
-    return RunRecord(command=["python", "train.py"], cwd="/", started_at=0.0, duration_s=1.0,
-                     exit=ExitInfo(code=0), limits=Limits(), x_axis="step", processes=[proc],
-                     findings=findings)
+    return RunRecord(
+        command=["python", "train.py"],
+        cwd="/",
+        started_at=0.0,
+        duration_s=1.0,
+        exit=ExitInfo(code=0),
+        limits=Limits(),
+        x_axis="step",
+        processes=[proc],
+        findings=findings,
+    )
 
 
 def leak(signal: str, **kw: Any) -> Finding:
@@ -66,25 +115,42 @@ def leak(signal: str, **kw: Any) -> Finding:
 
 LOSS_LIST = [
     census(5, roots=5, nodes=51, grad_fn=5),
-    census(25, roots=25, nodes=231, grad_fn=25,
-           containers=[box("__main__.losses", 24, 4, "torch.Tensor")]),
+    census(
+        25,
+        roots=25,
+        nodes=231,
+        grad_fn=25,
+        containers=[box("__main__.losses", 24, 4, "torch.Tensor")],
+    ),
     {"step": 45, "t": 0.45, "v": {}, "tracemalloc": WINDOW},
-    census(400, roots=400, nodes=3606, grad_fn=400,
-           containers=[box("__main__.losses", 400, 24, "torch.Tensor"),
-                       box("re._cache", 127, 123, "re.Pattern", "dict")]),
+    census(
+        400,
+        roots=400,
+        nodes=3606,
+        grad_fn=400,
+        containers=[
+            box("__main__.losses", 400, 24, "torch.Tensor"),
+            box("re._cache", 127, 123, "re.Pattern", "dict"),
+        ],
+    ),
 ]
 
 
 def test_loss_list_names_the_list_the_tensor_the_graph_and_item() -> None:
     # GIVEN censuses where a module-level list gains one graph-holding tensor per step
-    rec = record(LOSS_LIST, [leak("rss_bytes"),
-                             leak("container:__main__.losses:len", unit="count")])
+    rec = record(
+        LOSS_LIST, [leak("rss_bytes"), leak("container:__main__.losses:len", unit="count")]
+    )
     # WHEN the culprits are attributed
     out = attribute(rec, rec.findings)
     # THEN both findings blame the list, the tensor type and the graphs, with the .item() fix
     for f in out:
-        assert f.culprit == {"type": "torch.Tensor", "holder": "__main__.losses",
-                             "location": "train.py:31", "holds_autograd_graph": True}
+        assert f.culprit == {
+            "type": "torch.Tensor",
+            "holder": "__main__.losses",
+            "location": "train.py:31",
+            "holds_autograd_graph": True,
+        }
         assert f.fix_hint is not None and ".item()" in f.fix_hint
         assert f.evidence["pattern"] == "retained graphs"
         assert f.evidence["allocated_at"][0] == "train.py:31"
@@ -94,8 +160,10 @@ def test_loss_list_names_the_list_the_tensor_the_graph_and_item() -> None:
 
 def test_growing_graph_is_state_not_detached() -> None:
     # GIVEN one graph gaining 7 nodes a step under a hidden state held by a module global
-    entries = [census(5, roots=5, nodes=40, largest=35, root_type="TanhBackward0"),
-               census(105, roots=105, nodes=740, largest=735, root_type="TanhBackward0")]
+    entries = [
+        census(5, roots=5, nodes=40, largest=35, root_type="TanhBackward0"),
+        census(105, roots=105, nodes=740, largest=735, root_type="TanhBackward0"),
+    ]
     entries[-1]["graphs"]["largest_holder"] = "__main__.hidden"
     c = culprit_for("graph:nodes", build_profile(entries))
     # THEN it is the detach pattern, with the holder of the graph's tensor
@@ -105,9 +173,11 @@ def test_growing_graph_is_state_not_detached() -> None:
 
 
 def test_total_loss_accumulation_is_told_apart_from_hidden_state() -> None:
-    entries = [census(5, roots=1, nodes=30, largest=30, root_type="AddBackward0"),
-               census(25, roots=1, nodes=150, largest=150, root_type="AddBackward0"),
-               census(105, roots=1, nodes=630, largest=630, root_type="AddBackward0")]
+    entries = [
+        census(5, roots=1, nodes=30, largest=30, root_type="AddBackward0"),
+        census(25, roots=1, nodes=150, largest=150, root_type="AddBackward0"),
+        census(105, roots=1, nodes=630, largest=630, root_type="AddBackward0"),
+    ]
     c = culprit_for("rss_bytes", build_profile(entries))
     assert c is not None and c.pattern == "graph carried across steps"
     assert c.fix_hint is not None and ".item()" in c.fix_hint and ".detach()" in c.fix_hint
@@ -115,10 +185,15 @@ def test_total_loss_accumulation_is_told_apart_from_hidden_state() -> None:
 
 def test_model_copies_blame_the_users_model_class_and_its_registry() -> None:
     types = {"torch.nn.modules.conv.Conv2d": 8, "__main__.ConvNet": 2}
-    entries = [census(5, modules=10, module_types=types),
-               census(105, modules=130, module_types={"torch.nn.modules.conv.Conv2d": 104,
-                                                      "__main__.ConvNet": 26},
-                      containers=[box("__main__.SNAPSHOTS", 26, 2, "__main__.ConvNet")])]
+    entries = [
+        census(5, modules=10, module_types=types),
+        census(
+            105,
+            modules=130,
+            module_types={"torch.nn.modules.conv.Conv2d": 104, "__main__.ConvNet": 26},
+            containers=[box("__main__.SNAPSHOTS", 26, 2, "__main__.ConvNet")],
+        ),
+    ]
     entries[-1]["types"]["__main__.ConvNet"] = {"count": 26, "kind": "module"}
     c = culprit_for("rss_bytes", build_profile(entries))
     assert c is not None and c.type == "__main__.ConvNet" and c.holder == "__main__.SNAPSHOTS"
@@ -130,18 +205,21 @@ def test_figures_and_arrays() -> None:
     c = culprit_for("rss_bytes", build_profile(figs))
     assert c is not None and c.type == "matplotlib.figure.Figure"
     assert c.fix_hint is not None and "plt.close" in c.fix_hint
-    arrays = [census(5, ndarrays=10),
-              census(105, ndarrays=110,
-                     containers=[box("run.py:main:kept", 100, 0, "numpy.ndarray")])]
+    arrays = [
+        census(5, ndarrays=10),
+        census(105, ndarrays=110, containers=[box("run.py:main:kept", 100, 0, "numpy.ndarray")]),
+    ]
     c = culprit_for("ndarray:bytes", build_profile(arrays))
     assert c is not None and c.type == "numpy.ndarray" and c.holder == "run.py:main:kept"
     assert c.fix_hint is not None and "preallocate" in c.fix_hint
 
 
 def test_plain_container_of_dicts() -> None:
-    entries = [census(5, containers=[]),
-               census(25, containers=[box("__main__.EVENT_LOG", 25, 5, "dict")]),
-               census(205, containers=[box("__main__.EVENT_LOG", 205, 5, "dict")])]
+    entries = [
+        census(5, containers=[]),
+        census(25, containers=[box("__main__.EVENT_LOG", 25, 5, "dict")]),
+        census(205, containers=[box("__main__.EVENT_LOG", 205, 5, "dict")]),
+    ]
     c = culprit_for("py_alloc_blocks", build_profile(entries))
     assert c is not None and c.holder == "__main__.EVENT_LOG" and c.type == "dict"
     assert c.evidence["per_step"] == 1.0 and not c.holds_autograd_graph
@@ -151,11 +229,21 @@ def test_plain_container_of_dicts() -> None:
 def test_one_jump_in_graph_roots_is_not_a_retained_graph() -> None:
     # GIVEN graph roots that jumped once between two censuses (an episode's own graphs, gone
     # at exit) while a list of records grows steadily
-    entries = [census(5, roots=41, nodes=248),
-               census(25, roots=81, nodes=488,
-                      containers=[box("agent.py:learn:self.history", 500, 100, "dict")]),
-               census(300, roots=0, nodes=0,
-                      containers=[box("agent.py:learn:self.history", 6000, 100, "dict")])]
+    entries = [
+        census(5, roots=41, nodes=248),
+        census(
+            25,
+            roots=81,
+            nodes=488,
+            containers=[box("agent.py:learn:self.history", 500, 100, "dict")],
+        ),
+        census(
+            300,
+            roots=0,
+            nodes=0,
+            containers=[box("agent.py:learn:self.history", 6000, 100, "dict")],
+        ),
+    ]
     c = culprit_for("py_alloc_blocks", build_profile(entries))
     # THEN the records' list is blamed, not autograd graphs
     assert c is not None and c.pattern == "unbounded container"
@@ -184,16 +272,44 @@ def test_live_culprit_line() -> None:
 
 junk = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
-        st.sampled_from(["step", "types", "graphs", "tensors", "containers", "holder", "len",
-                         "first_len", "elem_types", "tracemalloc", "tracebacks", "roots",
-                         "largest", "count", "modules", "t"]), inner, max_size=6),
-    max_leaves=30)
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "step",
+                    "types",
+                    "graphs",
+                    "tensors",
+                    "containers",
+                    "holder",
+                    "len",
+                    "first_len",
+                    "elem_types",
+                    "tracemalloc",
+                    "tracebacks",
+                    "roots",
+                    "largest",
+                    "count",
+                    "modules",
+                    "t",
+                ]
+            ),
+            inner,
+            max_size=6,
+        )
+    ),
+    max_leaves=30,
+)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(junk, max_size=5), st.sampled_from(["rss_bytes", "graph:nodes", "objects:dict",
-                                                    "container:x:len", "modules:count"]))
+@given(
+    st.lists(junk, max_size=5),
+    st.sampled_from(
+        ["rss_bytes", "graph:nodes", "objects:dict", "container:x:len", "modules:count"]
+    ),
+)
 def test_malformed_census_never_raises(entries: List[Any], signal: str) -> None:
     # GIVEN whatever a damaged or foreign run record holds in its census list
     rec = record(entries, [leak(signal)])

@@ -107,8 +107,11 @@ class Profile:
         values = [v for v in (self.value(name, i) for i in range(self.n)) if v is not None]
         if len(values) >= 3 and values[-1] < 0.5 * values[-2]:
             values = values[:-1]
-        return len(values) >= 3 and all(b >= a for a, b in zip(values, values[1:])) \
+        return (
+            len(values) >= 3
+            and all(b >= a for a, b in zip(values, values[1:]))
             and values[-1] > values[0]
+        )
 
     def rate(self, name: str) -> float:
         """Growth per step (per second without steps), first census to the peak."""
@@ -147,8 +150,11 @@ class Profile:
         first = first if isinstance(first, dict) else {}
         deltas = {k: (_num(v) or 0.0) - (_num(first.get(k)) or 0.0) for k, v in last.items()}
         # the model a person wrote (``ConvNet``) before the layers inside it (``Conv2d``)
-        best = max(((k, d) for k, d in deltas.items() if d > 0),
-                   key=lambda kv: (not kv[0].startswith("torch."), kv[1]), default=None)
+        best = max(
+            ((k, d) for k, d in deltas.items() if d > 0),
+            key=lambda kv: (not kv[0].startswith("torch."), kv[1]),
+            default=None,
+        )
         return best[0] if best is not None else None
 
     def kind_types(self, kind: str) -> List[str]:
@@ -160,8 +166,9 @@ class Profile:
 
     def growing(self) -> List[Container]:
         """Containers that gained items, lists of plain numbers left out (a few bytes a step)."""
-        return [c for c in self.containers
-                if c.growth >= MIN_ITEMS and c.per_step > 0 and not c.scalar]
+        return [
+            c for c in self.containers if c.growth >= MIN_ITEMS and c.per_step > 0 and not c.scalar
+        ]
 
     def top_container(self) -> Optional[Container]:
         boxes = self.growing()
@@ -170,8 +177,12 @@ class Profile:
     def container_of(self, type_name: str) -> Optional[Container]:
         """The fastest-growing container whose last items are of this type."""
         tensor = type_name == "torch.Tensor"
-        boxes = [c for c in self.growing() if type_name in c.elem_types
-                 or (tensor and any(t.endswith("Tensor") for t in c.elem_types))]
+        boxes = [
+            c
+            for c in self.growing()
+            if type_name in c.elem_types
+            or (tensor and any(t.endswith("Tensor") for t in c.elem_types))
+        ]
         return max(boxes, key=lambda c: (c.complete, c.per_step), default=None)
 
     def location(self) -> Tuple[Optional[str], List[str]]:
@@ -187,8 +198,11 @@ class Profile:
                 by_line[tb["user_line"]] = (old[0] + size, old[1])
             if not by_line:
                 for line in _list(w.get("top")):
-                    if isinstance(line, dict) and line.get("user") and \
-                            isinstance(line.get("line"), str):
+                    if (
+                        isinstance(line, dict)
+                        and line.get("user")
+                        and isinstance(line.get("line"), str)
+                    ):
                         by_line.setdefault(line["line"], (_num(line.get("size")) or 0.0, []))
         if not by_line:
             return None, []
@@ -203,8 +217,11 @@ def build_profile(census: Sequence[Any]) -> Profile:
     axis_step = len(stepped) >= 2
     entries = stepped if axis_step else full
     xs = [float(c["step"]) if axis_step else (_num(c.get("t")) or 0.0) for c in entries]
-    windows = [c["tracemalloc"] for c in census
-               if isinstance(c, dict) and isinstance(c.get("tracemalloc"), dict)]
+    windows = [
+        c["tracemalloc"]
+        for c in census
+        if isinstance(c, dict) and isinstance(c.get("tracemalloc"), dict)
+    ]
     return Profile(entries=entries, xs=xs, containers=_containers(entries, xs), windows=windows)
 
 
@@ -232,8 +249,17 @@ def _containers(entries: List[Dict[str, Any]], xs: List[float]) -> List[Containe
         per_step = growth / span if span > 0 else 0.0
         elems = [str(t) for t in _list(box.get("elem_types")) if isinstance(t, str)]
         chain = [str(c) for c in _list(box.get("chain"))]
-        out.append(Container(holder=holder, type=str(box.get("type", "?")), len=length,
-                             per_step=per_step, growth=growth, elem_types=elems, chain=chain,
-                             complete=bool(box.get("complete", True)),
-                             scalar=bool(box.get("scalar", False))))
+        out.append(
+            Container(
+                holder=holder,
+                type=str(box.get("type", "?")),
+                len=length,
+                per_step=per_step,
+                growth=growth,
+                elem_types=elems,
+                chain=chain,
+                complete=bool(box.get("complete", True)),
+                scalar=bool(box.get("scalar", False)),
+            )
+        )
     return out

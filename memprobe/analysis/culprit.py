@@ -60,8 +60,12 @@ class Culprit:
     evidence: Dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> Dict[str, Any]:
-        return {"type": self.type, "holder": self.holder, "location": self.location,
-                "holds_autograd_graph": self.holds_autograd_graph}
+        return {
+            "type": self.type,
+            "holder": self.holder,
+            "location": self.location,
+            "holds_autograd_graph": self.holds_autograd_graph,
+        }
 
 
 def attribute(record: RunRecord, findings: List[Finding]) -> List[Finding]:
@@ -72,15 +76,24 @@ def attribute(record: RunRecord, findings: List[Finding]) -> List[Finding]:
     out: List[Finding] = []
     for f in findings:
         prof = profiles.get(f.pid)
-        c = culprit_for(f.signal, prof) if f.verdict == "leak" and f.kind == "leak" and prof \
+        c = (
+            culprit_for(f.signal, prof)
+            if f.verdict == "leak" and f.kind == "leak" and prof
             else None
+        )
         if c is None:
             out.append(f)
             continue
         explanation = c.sentence + (" " + f.explanation if f.explanation else "")
-        out.append(dataclasses.replace(
-            f, culprit=c.as_dict(), evidence={**c.evidence, **f.evidence},
-            fix_hint=c.fix_hint or f.fix_hint, explanation=explanation))
+        out.append(
+            dataclasses.replace(
+                f,
+                culprit=c.as_dict(),
+                evidence={**c.evidence, **f.evidence},
+                fix_hint=c.fix_hint or f.fix_hint,
+                explanation=explanation,
+            )
+        )
     return out
 
 
@@ -89,11 +102,11 @@ def culprit_for(signal: str, prof: Profile) -> Optional[Culprit]:
     if prof.n < 2:
         return None
     if signal.startswith("container:"):
-        holder = signal[len("container:"):].rsplit(":", 1)[0]
+        holder = signal[len("container:") :].rsplit(":", 1)[0]
         box = next((b for b in prof.containers if b.holder == holder), None)
         return _container(prof, box) if box is not None else _primary(prof)
     if signal.startswith("objects:"):
-        return _of_type(prof, signal[len("objects:"):])
+        return _of_type(prof, signal[len("objects:") :])
     if signal.startswith(("tensors:", "graph:")):
         return _graphs(prof) or _tensors(prof) or _primary(prof)
     if signal.startswith("modules:"):
@@ -144,39 +157,67 @@ def _graphs(prof: Profile) -> Optional[Culprit]:
         node = prof.last("graphs", "largest_holder_node" if holder else "largest_root_type")
         accumulating = node in ("AddBackward0", "SumBackward0")
         box = prof.container_of(TENSOR)
-        ev = _ev(per_step=largest, graph_nodes=prof.value("graph:largest"),
-                 largest_graph_nodes_per_step=round(largest, 2),
-                 graph_root=node)
+        ev = _ev(
+            per_step=largest,
+            graph_nodes=prof.value("graph:largest"),
+            largest_graph_nodes_per_step=round(largest, 2),
+            graph_root=node,
+        )
         who = f"`{holder}`" if holder else "a tensor"
         # a sum at the root (`total += loss`, a running mean): numbers or detached inputs;
         # anything else (a recurrent state): detach it at the step boundary
-        return _make(prof, TENSOR, holder or (box.holder if accumulating and box else None),
-                     True, "graph carried across steps",
-                     HINT_CARRIED if accumulating else HINT_DETACH,
-                     f"{who} is carried across steps and built from each step's tensors: it "
-                     f"holds one autograd graph that gains {largest:.3g} nodes per step.",
-                     ev, None)
-    if max(roots, grad) > 0.05 and (prof.growth("graph:roots") >= 4 or
-                                    prof.growth("tensors:grad_fn_count") >= 4):
+        return _make(
+            prof,
+            TENSOR,
+            holder or (box.holder if accumulating and box else None),
+            True,
+            "graph carried across steps",
+            HINT_CARRIED if accumulating else HINT_DETACH,
+            f"{who} is carried across steps and built from each step's tensors: it "
+            f"holds one autograd graph that gains {largest:.3g} nodes per step.",
+            ev,
+            None,
+        )
+    if max(roots, grad) > 0.05 and (
+        prof.growth("graph:roots") >= 4 or prof.growth("tensors:grad_fn_count") >= 4
+    ):
         rate = max(roots, grad)
         nodes = f" of {per_root:.0f} nodes" if isinstance(per_root, (int, float)) else ""
         box = prof.container_of(TENSOR)
-        if box is None and not (prof.sustained("graph:roots")
-                                or prof.sustained("tensors:grad_fn_count")):
+        if box is None and not (
+            prof.sustained("graph:roots") or prof.sustained("tensors:grad_fn_count")
+        ):
             return None  # one jump between two censuses: a step's graphs, not a leak
         if box is not None:
             who = f"`{box.holder}` (a {box.type}) gains {rate:.3g} torch.Tensor per step"
         else:  # the tensors sit inside the items of a growing container (transitions, records)
             box = prof.top_container()
             elem = box.elem_types[0] if box and box.elem_types else "item"
-            who = (f"`{box.holder}` (a {box.type}) gains {box.per_step:.3g} {elem} per step, "
-                   f"holding {rate:.3g} torch.Tensor per step") if box else \
-                f"{rate:.3g} more torch.Tensor per step stay alive"
-        ev = _ev(per_step=rate, graph_nodes_per_root=per_root,
-                 graph_roots=prof.value("graph:roots"),
-                 container_len=box.len if box else None)
-        return _make(prof, TENSOR, box.holder if box else None, True, "retained graphs",
-                     HINT_ITEM, f"{who}; each keeps an autograd graph{nodes} alive.", ev, box)
+            who = (
+                (
+                    f"`{box.holder}` (a {box.type}) gains {box.per_step:.3g} {elem} per step, "
+                    f"holding {rate:.3g} torch.Tensor per step"
+                )
+                if box
+                else f"{rate:.3g} more torch.Tensor per step stay alive"
+            )
+        ev = _ev(
+            per_step=rate,
+            graph_nodes_per_root=per_root,
+            graph_roots=prof.value("graph:roots"),
+            container_len=box.len if box else None,
+        )
+        return _make(
+            prof,
+            TENSOR,
+            box.holder if box else None,
+            True,
+            "retained graphs",
+            HINT_ITEM,
+            f"{who}; each keeps an autograd graph{nodes} alive.",
+            ev,
+            box,
+        )
     return None
 
 
@@ -186,9 +227,17 @@ def _tensors(prof: Profile) -> Optional[Culprit]:
         return None
     box = prof.container_of(TENSOR)
     ev = _ev(per_step=rate, tensor_bytes_per_step=round(prof.rate("tensors:cpu_bytes")))
-    return _make(prof, TENSOR, box.holder if box else None, False, "tensors kept",
-                 HINT_CONTAINER if box else HINT_ITEM,
-                 f"{rate:.3g} more live tensors per step (no autograd graph).", ev, box)
+    return _make(
+        prof,
+        TENSOR,
+        box.holder if box else None,
+        False,
+        "tensors kept",
+        HINT_CONTAINER if box else HINT_ITEM,
+        f"{rate:.3g} more live tensors per step (no autograd graph).",
+        ev,
+        box,
+    )
 
 
 def _modules(prof: Profile) -> Optional[Culprit]:
@@ -202,11 +251,22 @@ def _modules(prof: Profile) -> Optional[Culprit]:
         name = next(t for t in box.elem_types if t in kinds)
     else:
         name = prof.growing_module_type() or "torch.nn.Module"
-    ev = _ev(per_step=rate, module_type=name,
-             param_bytes_per_step=round(prof.rate("modules:param_bytes")))
-    return _make(prof, name, box.holder if box else None, False, "models kept", HINT_MODULE,
-                 f"{rate:.3g} more `{name}` instances per step stay alive with their "
-                 "parameters.", ev, box)
+    ev = _ev(
+        per_step=rate,
+        module_type=name,
+        param_bytes_per_step=round(prof.rate("modules:param_bytes")),
+    )
+    return _make(
+        prof,
+        name,
+        box.holder if box else None,
+        False,
+        "models kept",
+        HINT_MODULE,
+        f"{rate:.3g} more `{name}` instances per step stay alive with their parameters.",
+        ev,
+        box,
+    )
 
 
 def _figures(prof: Profile) -> Optional[Culprit]:
@@ -224,13 +284,23 @@ def _kind(prof: Profile, type_name: str, key: str, hint: str) -> Optional[Culpri
         return None
     box = prof.container_of(type_name)
     if box is None and key == "figures":  # pyplot keeps a manager per open figure (Gcf.figs)
-        box = next((b for b in prof.growing()
-                    if any("FigureManager" in t for t in b.elem_types)), None)
+        box = next(
+            (b for b in prof.growing() if any("FigureManager" in t for t in b.elem_types)), None
+        )
     ev = _ev(per_step=rate)
     if key != "figures":
         ev["bytes_per_step"] = round(prof.rate("ndarray:bytes"))
-    return _make(prof, type_name, box.holder if box else None, False, key, hint,
-                 f"{rate:.3g} more live `{type_name}` per step.", ev, box)
+    return _make(
+        prof,
+        type_name,
+        box.holder if box else None,
+        False,
+        key,
+        hint,
+        f"{rate:.3g} more live `{type_name}` per step.",
+        ev,
+        box,
+    )
 
 
 def _container(prof: Profile, box: Container) -> Culprit:
@@ -249,9 +319,18 @@ def _container(prof: Profile, box: Container) -> Culprit:
         hint = HINT_CONTAINER
     what = elem or "item"
     ev = _ev(per_step=box.per_step, container_len=box.len, container_type=box.type)
-    return _make(prof, elem or box.type, box.holder, False, "unbounded container", hint,
-                 f"`{box.holder}` (a {box.type}) gains {box.per_step:.3g} {what} per step "
-                 f"({box.len:,} now).", ev, box)
+    return _make(
+        prof,
+        elem or box.type,
+        box.holder,
+        False,
+        "unbounded container",
+        hint,
+        f"`{box.holder}` (a {box.type}) gains {box.per_step:.3g} {what} per step "
+        f"({box.len:,} now).",
+        ev,
+        box,
+    )
 
 
 def _of_type(prof: Profile, name: str) -> Optional[Culprit]:
@@ -262,8 +341,17 @@ def _of_type(prof: Profile, name: str) -> Optional[Culprit]:
         return _container(prof, box)
     rate = prof.type_rate(name)
     hint = {FIGURE: HINT_FIGURE, NDARRAY: HINT_NUMPY}.get(name, HINT_OBJECTS)
-    return _make(prof, name, None, False, "objects", hint,
-                 f"{rate:.3g} more live `{name}` objects per step.", _ev(per_step=rate), None)
+    return _make(
+        prof,
+        name,
+        None,
+        False,
+        "objects",
+        hint,
+        f"{rate:.3g} more live `{name}` objects per step.",
+        _ev(per_step=rate),
+        None,
+    )
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -277,9 +365,17 @@ def _ev(**kw: Any) -> Dict[str, Any]:
     return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in kw.items() if v is not None}
 
 
-def _make(prof: Profile, type_name: Optional[str], holder: Optional[str], graph: bool,
-          pattern: str, hint: Optional[str], sentence: str, ev: Dict[str, Any],
-          box: Optional[Container]) -> Culprit:
+def _make(
+    prof: Profile,
+    type_name: Optional[str],
+    holder: Optional[str],
+    graph: bool,
+    pattern: str,
+    hint: Optional[str],
+    sentence: str,
+    ev: Dict[str, Any],
+    box: Optional[Container],
+) -> Culprit:
     location, traceback = prof.location()
     evidence: Dict[str, Any] = {"pattern": pattern}
     if type_name:
@@ -290,5 +386,13 @@ def _make(prof: Profile, type_name: Optional[str], holder: Optional[str], graph:
     if traceback:
         evidence["allocated_at"] = traceback
     evidence["censuses"] = prof.n
-    return Culprit(type=type_name, holder=holder, location=location, holds_autograd_graph=graph,
-                   pattern=pattern, fix_hint=hint, sentence=sentence, evidence=evidence)
+    return Culprit(
+        type=type_name,
+        holder=holder,
+        location=location,
+        holds_autograd_graph=graph,
+        pattern=pattern,
+        fix_hint=hint,
+        sentence=sentence,
+        evidence=evidence,
+    )

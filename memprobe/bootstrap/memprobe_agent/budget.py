@@ -16,9 +16,15 @@ from typing import Dict
 
 
 class Budget:
-    def __init__(self, fraction: float, t0: float, early_s: float = 20.0,
-                 steady_ratio: float = 0.25, min_gap_s: float = 0.2,
-                 burst_runs: float = 2.0) -> None:
+    def __init__(
+        self,
+        fraction: float,
+        t0: float,
+        early_s: float = 20.0,
+        steady_ratio: float = 0.25,
+        min_gap_s: float = 0.2,
+        burst_runs: float = 2.0,
+    ) -> None:
         self.fraction = max(0.0, float(fraction))
         self.t0 = t0
         self.early_s = early_s

@@ -153,8 +153,7 @@ def take(max_objects: int, min_len: int, deadline_s: float) -> Dict[str, Any]:
     tensors = by_kind.get("tensor")
     if tensors is not None or "torch" in sys.modules:
         owners: Dict[int, Any] = {}
-        roots = _tensor_stats(tensors or [], kinds, stride, v, payload, deadline, truncated,
-                              owners)
+        roots = _tensor_stats(tensors or [], kinds, stride, v, payload, deadline, truncated, owners)
         g = graphs.graph_stats(roots, deadline=deadline)
         if g.pop("truncated"):
             truncated.append("graphs")
@@ -163,7 +162,9 @@ def take(max_objects: int, min_len: int, deadline_s: float) -> Dict[str, Any]:
         del roots, root, owners
         payload["graphs"] = g
         v["graph:nodes"], v["graph:roots"], v["graph:largest"] = (
-            g["nodes"], g["roots"], g["largest"]
+            g["nodes"],
+            g["roots"],
+            g["largest"],
         )
         mods = by_kind.get("module", [])
         v["modules:count"] = len(mods) * stride
@@ -184,15 +185,29 @@ def take(max_objects: int, min_len: int, deadline_s: float) -> Dict[str, Any]:
         v["figures:count"] = len(by_kind.get("figure", [])) * stride
         payload["figures"] = {"count": v["figures:count"]}
     payload["truncated"] = truncated
-    payload["timings"] = {"objects_s": round(t_pass - t_start, 4),
-                          "details_s": round(time.perf_counter() - t_pass, 4)}
-    return {"v": v, "payload": payload, "containers": containers, "lengths": lengths,
-            "graph_roots": graph_roots}
+    payload["timings"] = {
+        "objects_s": round(t_pass - t_start, 4),
+        "details_s": round(time.perf_counter() - t_pass, 4),
+    }
+    return {
+        "v": v,
+        "payload": payload,
+        "containers": containers,
+        "lengths": lengths,
+        "graph_roots": graph_roots,
+    }
 
 
-def _tensor_stats(tensors: List[Any], kinds: Kinds, stride: int, v: Dict[str, float],
-                  payload: Dict[str, Any], deadline: float, truncated: List[str],
-                  owners: Dict[int, Any]) -> List[Any]:
+def _tensor_stats(
+    tensors: List[Any],
+    kinds: Kinds,
+    stride: int,
+    v: Dict[str, float],
+    payload: Dict[str, Any],
+    deadline: float,
+    truncated: List[str],
+    owners: Dict[int, Any],
+) -> List[Any]:
     """Count and bytes by device/dtype (each storage once); returns the live grad_fns and
     fills ``owners`` (id of a grad_fn -> one tensor holding it)."""
     torch = sys.modules.get("torch")
@@ -254,9 +269,10 @@ def _tensor_stats(tensors: List[Any], kinds: Kinds, stride: int, v: Dict[str, fl
         "grad_fn_count": v["tensors:grad_fn_count"],
         "bytes_by_device": {d: round(b * scale) for d, b in dev_bytes.items()},
         "param_bytes": round(param_bytes * scale),
-        "by": [{"device": d, "dtype": dt, "count": round(r[0] * scale),
-                "bytes": round(r[1] * scale)}
-               for (d, dt), r in sorted(by.items(), key=lambda kv: -kv[1][1])[:12]],
+        "by": [
+            {"device": d, "dtype": dt, "count": round(r[0] * scale), "bytes": round(r[1] * scale)}
+            for (d, dt), r in sorted(by.items(), key=lambda kv: -kv[1][1])[:12]
+        ],
     }
     return list(fns.values())
 
@@ -280,8 +296,11 @@ def elem_types(container: Any, limit: int = 3) -> List[str]:
         if cls in (list, collections.deque):
             items = [container[i] for i in range(-min(limit, len(container)), 0)]
         elif cls in (dict, collections.OrderedDict, collections.defaultdict):
-            items = list(itertools.islice(reversed(container.values()), limit)) \
-                if sys.version_info >= (3, 8) else []
+            items = (
+                list(itertools.islice(reversed(container.values()), limit))
+                if sys.version_info >= (3, 8)
+                else []
+            )
         elif cls is set:
             items = list(itertools.islice(iter(container), limit))
         else:

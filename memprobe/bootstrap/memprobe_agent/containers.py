@@ -23,11 +23,25 @@ SCALARS = frozenset(["float", "int", "bool", "complex", "NoneType"])
 
 
 class Watch:
-    __slots__ = ("holder", "chain", "path", "anchor", "type", "len", "prev_len", "first_len",
-                 "first_step", "elem_types", "complete", "stale", "misses")
+    __slots__ = (
+        "holder",
+        "chain",
+        "path",
+        "anchor",
+        "type",
+        "len",
+        "prev_len",
+        "first_len",
+        "first_step",
+        "elem_types",
+        "complete",
+        "stale",
+        "misses",
+    )
 
-    def __init__(self, found: Dict[str, Any], type_name: str, length: int, prev: int,
-                 step: Optional[int]) -> None:
+    def __init__(
+        self, found: Dict[str, Any], type_name: str, length: int, prev: int, step: Optional[int]
+    ) -> None:
         self.holder: str = found["holder"]
         self.chain: List[str] = found["chain"]
         self.path: Optional[List[List[Any]]] = found["path"]
@@ -63,10 +77,18 @@ class Watch:
         return bool(self.elem_types) and all(t in SCALARS for t in self.elem_types)
 
     def entry(self) -> Dict[str, Any]:
-        return {"holder": self.holder, "type": self.type, "len": self.len, "scalar": self.scalar,
-                "grew": self.len - self.prev_len, "first_len": self.first_len,
-                "first_step": self.first_step, "elem_types": self.elem_types,
-                "chain": self.chain, "complete": self.complete}
+        return {
+            "holder": self.holder,
+            "type": self.type,
+            "len": self.len,
+            "scalar": self.scalar,
+            "grew": self.len - self.prev_len,
+            "first_len": self.first_len,
+            "first_step": self.first_step,
+            "elem_types": self.elem_types,
+            "chain": self.chain,
+            "complete": self.complete,
+        }
 
 
 class ContainerTracker:
@@ -78,8 +100,14 @@ class ContainerTracker:
     def own_ids(self) -> Set[int]:
         return {id(self.prev), id(self.watched), id(self.ignored)}
 
-    def update(self, containers: Dict[int, Any], lengths: Dict[int, int], step: Optional[int],
-               deadline: float, exclude: Set[int]) -> Tuple[Dict[str, float], List[Dict[str, Any]]]:
+    def update(
+        self,
+        containers: Dict[int, Any],
+        lengths: Dict[int, int],
+        step: Optional[int],
+        deadline: float,
+        exclude: Set[int],
+    ) -> Tuple[Dict[str, float], List[Dict[str, Any]]]:
         """Fold one census' containers in. Empties ``containers`` (drops every reference to the
         target's objects) before it looks for holders."""
         exclude = exclude | self.own_ids() | {id(containers)}
@@ -102,10 +130,19 @@ class ContainerTracker:
                 del self.watched[cid]
         obj = None
         prev = self.prev
-        grown = sorted(((n - prev[cid], cid) for cid, n in lengths.items()
-                        if cid in prev and n > prev[cid] and cid not in self.watched
-                        and cid not in self.ignored and cid not in exclude
-                        and cid not in namespaces), reverse=True)
+        grown = sorted(
+            (
+                (n - prev[cid], cid)
+                for cid, n in lengths.items()
+                if cid in prev
+                and n > prev[cid]
+                and cid not in self.watched
+                and cid not in self.ignored
+                and cid not in exclude
+                and cid not in namespaces
+            ),
+            reverse=True,
+        )
         room = max(0, min(NEW_PER_CENSUS, MAX_WATCH - len(self.watched)))
         order = [cid for _, cid in grown[:room]]
         picks = {cid: containers[cid] for cid in order}
@@ -133,8 +170,11 @@ class ContainerTracker:
         return self.values(), [w.entry() for w in self.watched.values() if w.misses == 0]
 
     def values(self) -> Dict[str, float]:
-        return {f"container:{w.holder}:len": w.len
-                for w in self.watched.values() if w.misses == 0 and not w.scalar}
+        return {
+            f"container:{w.holder}:len": w.len
+            for w in self.watched.values()
+            if w.misses == 0 and not w.scalar
+        }
 
     def poll(self) -> Dict[str, float]:
         """Lengths of the watched containers reachable from a module global, between censuses."""
@@ -148,5 +188,4 @@ class ContainerTracker:
         return out
 
     def pollable(self) -> bool:
-        return any(w.followable() and not w.misses and not w.scalar
-                   for w in self.watched.values())
+        return any(w.followable() and not w.misses and not w.scalar for w in self.watched.values())

@@ -37,14 +37,20 @@ class Expensive:
         now = time.monotonic()
         self.enabled = bool(cfg.get("census", True))
         ident = getattr(agent, "ident", None)
-        if self.enabled and getattr(ident, "forked_from", None) is not None \
-                and not cfg.get("census_in_forks", False):
+        if (
+            self.enabled
+            and getattr(ident, "forked_from", None) is not None
+            and not cfg.get("census_in_forks", False)
+        ):
             # a census takes a reference to every object: in a forked child (a DataLoader
             # worker) that writes every page of the inherited heap, the copy-on-access the
             # target may be suffering from already (pytorch/pytorch#13246); cheap signals only
             self.enabled = False
-            agent.event("census_off", "no census in a forked child: touching every object "
-                        "would copy the pages it shares with its parent")
+            agent.event(
+                "census_off",
+                "no census in a forked child: touching every object "
+                "would copy the pages it shares with its parent",
+            )
         self.budget = Budget(float(cfg.get("overhead_budget", 0.03)), now)
         self.max_objects = int(cfg.get("census_max_objects", 1_000_000))
         self.min_len = int(cfg.get("census_min_len", 2))
@@ -116,11 +122,18 @@ class Expensive:
         if self.tm.active and self.tm.mode == "auto" and self.tm.due(step or 0, now):
             result = self._end_window(step, now)
             if result is not None:  # its own line: a census here would cost outside the budget
-                self.agent.emit({"k": wire.K_CENSUS, "t": now - self.agent.t0, "step": step,
-                                 "v": {}, "tracemalloc": result})
+                self.agent.emit(
+                    {
+                        "k": wire.K_CENSUS,
+                        "t": now - self.agent.t0,
+                        "step": step,
+                        "v": {},
+                        "tracemalloc": result,
+                    }
+                )
         tracing = self.tm.active and self.tm.mode == "auto"
         if force or (now >= self.census_due and not tracing):  # a census under tracemalloc
-            self._census(step, now, None)                     # would run many times slower
+            self._census(step, now, None)  # would run many times slower
         elif now >= self.poll_due:
             self._poll(step, now)
         window = now + 0.1 if self.tm.active and self.tm.mode == "auto" else float("inf")
@@ -167,8 +180,13 @@ class Expensive:
         holder_deadline = time.perf_counter() + self.deadline_s / 4
         t_hold = time.perf_counter()
         self._graph_holder(res, v, payload, holder_deadline)
-        cv, entries = self.tracker.update(res["containers"], res["lengths"], step, holder_deadline,
-                                          {id(res), id(v), id(payload), id(counts)})
+        cv, entries = self.tracker.update(
+            res["containers"],
+            res["lengths"],
+            step,
+            holder_deadline,
+            {id(res), id(v), id(payload), id(counts)},
+        )
         del res
         payload["timings"]["holders_s"] = round(time.perf_counter() - t_hold, 4)
         v.update(cv)
@@ -183,11 +201,25 @@ class Expensive:
         self.seq += 1
         payload["duration_s"] = round(cost, 4)
         payload["budget"] = self.budget.summary(now)
-        self.agent.emit({"k": wire.K_CENSUS, "t": now - self.agent.t0, "step": step,
-                         "seq": self.seq, "v": v, **payload})
+        self.agent.emit(
+            {
+                "k": wire.K_CENSUS,
+                "t": now - self.agent.t0,
+                "step": step,
+                "seq": self.seq,
+                "v": v,
+                **payload,
+            }
+        )
         self._say(payload)
-        if self.tm.mode == "auto" and not self.tm.active and now >= self.tm_allowed \
-                and not self.forced_left and step is not None and self._suspicious(v, entries):
+        if (
+            self.tm.mode == "auto"
+            and not self.tm.active
+            and now >= self.tm_allowed
+            and not self.forced_left
+            and step is not None
+            and self._suspicious(v, entries)
+        ):
             self.tm.begin(step, time.monotonic())
         self.prev_v = v
         done = time.monotonic()
@@ -195,8 +227,9 @@ class Expensive:
         self.census_due = self.budget.next_after(done, cost)
         self.poll_due = done + self.poll_s if self.tracker.pollable() else float("inf")
 
-    def _graph_holder(self, res: Dict[str, Any], v: Dict[str, float], payload: Dict[str, Any],
-                      deadline: float) -> None:
+    def _graph_holder(
+        self, res: Dict[str, Any], v: Dict[str, float], payload: Dict[str, Any], deadline: float
+    ) -> None:
         """Who holds the growing graph, when the largest graph grew (state never detached).
 
         Of the named tensors (globals, attributes, frame locals) whose graph is at least
@@ -211,8 +244,10 @@ class Expensive:
         found = roots.search({id(t) for _, t in pairs}, deadline)
         named = [(fn, found[id(t)]["holder"]) for fn, t in pairs if id(t) in found][:20]
         del pairs
-        sizes = [(graphs.reach(fn, int(now_largest) * 2 + 10, deadline), holder,
-                  type(fn).__name__) for fn, holder in named]
+        sizes = [
+            (graphs.reach(fn, int(now_largest) * 2 + 10, deadline), holder, type(fn).__name__)
+            for fn, holder in named
+        ]
         del named
         big = sorted(x for x in sizes if x[0] >= now_largest / 2)
         if big:
@@ -244,22 +279,31 @@ class Expensive:
     def _suspicious(self, v: Dict[str, float], entries: List[Dict[str, Any]]) -> bool:
         if any(e.get("grew", 0) >= SUSPICIOUS_DELTA and not e.get("scalar") for e in entries):
             return True
-        keys = ("tensors:grad_fn_count", "graph:nodes", "ndarray:count", "modules:count",
-                "figures:count", "tensors:count")
-        return any(v.get(k, 0) - self.prev_v.get(k, v.get(k, 0)) >= SUSPICIOUS_DELTA
-                   for k in keys)
+        keys = (
+            "tensors:grad_fn_count",
+            "graph:nodes",
+            "ndarray:count",
+            "modules:count",
+            "figures:count",
+            "tensors:count",
+        )
+        return any(v.get(k, 0) - self.prev_v.get(k, v.get(k, 0)) >= SUSPICIOUS_DELTA for k in keys)
 
     def _say(self, payload: Dict[str, Any]) -> None:
         stride = payload.get("stride", 1)
         if stride > 1 and "sampled" not in self.said:
             self.said.add("sampled")
-            self.agent.event("census_sampled",
-                             f"heap of {payload['objects_total']:,} objects: the census counts "
-                             f"every {stride}th object (cap {self.max_objects:,}); counts are "
-                             "estimates")
+            self.agent.event(
+                "census_sampled",
+                f"heap of {payload['objects_total']:,} objects: the census counts "
+                f"every {stride}th object (cap {self.max_objects:,}); counts are "
+                "estimates",
+            )
         for part in payload.get("truncated", []):
             if part not in self.said:
                 self.said.add(part)
-                self.agent.event("census_truncated",
-                                 f"census {part} cut off after {self.deadline_s:g} s; "
-                                 "its figures are estimates from the part walked")
+                self.agent.event(
+                    "census_truncated",
+                    f"census {part} cut off after {self.deadline_s:g} s; "
+                    "its figures are estimates from the part walked",
+                )

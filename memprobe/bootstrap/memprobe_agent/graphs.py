@@ -37,8 +37,9 @@ def graph_stats(roots: List[Any], deadline: float, max_nodes: int = MAX_NODES) -
     visits = [0]
     truncated = False
     for root in roots:
-        if id(root) not in seen and _walk(root, seen, keep, root_ids, below, visits,
-                                          max_nodes, deadline):
+        if id(root) not in seen and _walk(
+            root, seen, keep, root_ids, below, visits, max_nodes, deadline
+        ):
             truncated = True
             break
     largest = 0
@@ -62,8 +63,16 @@ def graph_stats(roots: List[Any], deadline: float, max_nodes: int = MAX_NODES) -
     }
 
 
-def _walk(root: Any, seen: set, keep: List[Any], root_ids: set, below: Any, visits: List[int],
-          max_nodes: int, deadline: float) -> bool:
+def _walk(
+    root: Any,
+    seen: set,
+    keep: List[Any],
+    root_ids: set,
+    below: Any,
+    visits: List[int],
+    max_nodes: int,
+    deadline: float,
+) -> bool:
     """Depth-first from one node; True when cut off by the node budget or the deadline."""
     stack = [root]
     while stack:

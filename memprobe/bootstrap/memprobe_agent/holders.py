@@ -24,8 +24,12 @@ MAX_WIDTH = 40
 _DICTS = (dict, collections.OrderedDict, collections.defaultdict)
 _SEQS = (list, tuple, collections.deque)
 # functions, methods, cells, code: a holder path through a closure is not one a person reads
-_SKIP = (types.FunctionType, types.MethodType, types.CodeType,
-         getattr(types, "CellType", types.FunctionType))
+_SKIP = (
+    types.FunctionType,
+    types.MethodType,
+    types.CodeType,
+    getattr(types, "CellType", types.FunctionType),
+)
 Step = Tuple[str, Any]  # ("key", k) | ("attr", name) | ("index", i) | ("dictof", None)
 
 
@@ -61,8 +65,9 @@ def find_holders(objs: List[Any], deadline: float, exclude: Set[int]) -> List[Di
                         continue
                     name = roots.get(rid)
                     if name is not None:
-                        out[origin] = result(name, ("module", name),
-                                             [("key", _key_of(ref, child))] + steps, True)
+                        out[origin] = result(
+                            name, ("module", name), [("key", _key_of(ref, child))] + steps, True
+                        )
                     elif type in mro(type(ref)):
                         out[origin] = result(type_name(ref), None, steps, True)
                     else:
@@ -78,8 +83,9 @@ def find_holders(objs: List[Any], deadline: float, exclude: Set[int]) -> List[Di
     return [r if r is not None else result("?", None, best[i], False) for i, r in enumerate(out)]
 
 
-def result(root: str, origin: Optional[Tuple[str, str]], steps: List[Step],
-           complete: bool) -> Dict[str, Any]:
+def result(
+    root: str, origin: Optional[Tuple[str, str]], steps: List[Step], complete: bool
+) -> Dict[str, Any]:
     """{"holder": text, "chain": parts, "path": module-rooted steps or None, "complete": bool}."""
     text, chain = _render(root, steps)
     path = None

@@ -32,8 +32,22 @@ MAX_ITEMS = 2000  # items looked at per container on the way down
 MAX_NODES = 100_000
 _DICTS = (dict, collections.OrderedDict, collections.defaultdict)
 _SEQS = (list, tuple, collections.deque)
-_LEAVES = (str, bytes, int, float, bool, complex, type(None), types.ModuleType, types.FunctionType,
-           types.BuiltinFunctionType, types.MethodType, types.CodeType, range, slice)
+_LEAVES = (
+    str,
+    bytes,
+    int,
+    float,
+    bool,
+    complex,
+    type(None),
+    types.ModuleType,
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    types.CodeType,
+    range,
+    slice,
+)
 
 
 def library_dirs() -> List[str]:
@@ -104,7 +118,8 @@ def _modules(libs: List[str]) -> Tuple[List[Tuple[str, Any]], List[Tuple[str, An
         if is_user is None:
             path = d.get("__file__")
             is_user = _USER[name] = isinstance(path, str) and not any(
-                os.path.abspath(path).startswith(x + os.sep) for x in libs)
+                os.path.abspath(path).startswith(x + os.sep) for x in libs
+            )
         (user if is_user else lib).append((name, d))
     return user, lib
 
@@ -137,16 +152,32 @@ def _frames() -> List[Tuple[str, List[Tuple[Any, Any]]]]:
     return out
 
 
-def _walk(label: str, origin: Optional[Tuple[str, str]], d: Any, depth: int, targets: Set[int],
-          found: Dict[int, Dict[str, Any]], seen: Set[int], budget: List[int],
-          deadline: float) -> None:
+def _walk(
+    label: str,
+    origin: Optional[Tuple[str, str]],
+    d: Any,
+    depth: int,
+    targets: Set[int],
+    found: Dict[int, Dict[str, Any]],
+    seen: Set[int],
+    budget: List[int],
+    deadline: float,
+) -> None:
     items = [(("key", k), v) for k, v in _dict_items(d)]
     _walk_items(label, origin, items, depth, targets, found, seen, budget, deadline)
 
 
-def _walk_items(label: str, origin: Optional[Tuple[str, str]], items: List[Tuple[Any, Any]],
-                depth: int, targets: Set[int], found: Dict[int, Dict[str, Any]],
-                seen: Set[int], budget: List[int], deadline: float) -> None:
+def _walk_items(
+    label: str,
+    origin: Optional[Tuple[str, str]],
+    items: List[Tuple[Any, Any]],
+    depth: int,
+    targets: Set[int],
+    found: Dict[int, Dict[str, Any]],
+    seen: Set[int],
+    budget: List[int],
+    deadline: float,
+) -> None:
     # (value, steps from the root, anchor): the anchor is the last weak-referenceable object
     # on the way and how many steps lead to it; from it the path can be followed later
     level: List[Tuple[Any, List[Step], Any]] = []
@@ -176,8 +207,9 @@ def _walk_items(label: str, origin: Optional[Tuple[str, str]], items: List[Tuple
         level = nxt
 
 
-def _found(label: str, origin: Optional[Tuple[str, str]], steps: List[Step],
-           anchor: Any) -> Dict[str, Any]:
+def _found(
+    label: str, origin: Optional[Tuple[str, str]], steps: List[Step], anchor: Any
+) -> Dict[str, Any]:
     root = label
     skip = 0
     if steps and steps[0][0] == "root":
@@ -185,7 +217,7 @@ def _found(label: str, origin: Optional[Tuple[str, str]], steps: List[Step],
     res = result(root, origin, steps, True)
     if res["path"] is None and anchor is not None:
         obj, at = anchor
-        rest = steps[at - skip:]
+        rest = steps[at - skip :]
         if all(s[0] in ("key", "attr") for s in rest):
             res["anchor"] = (weakref.ref(obj), [list(s) for s in rest])
     return res

@@ -23,8 +23,9 @@ TOP_TRACEBACKS = 5
 
 
 class TraceWindow:
-    def __init__(self, mode: str, min_steps: int = 20, min_s: float = 1.0,
-                 max_s: float = 10.0) -> None:
+    def __init__(
+        self, mode: str, min_steps: int = 20, min_s: float = 1.0, max_s: float = 10.0
+    ) -> None:
         self.mode = mode if mode in ("auto", "always", "off") else "auto"
         self.min_steps = min_steps
         self.min_s = min_s
@@ -74,28 +75,48 @@ class TraceWindow:
         return result
 
     def summarise(self, snap: Any, step: int, now: float) -> Dict[str, Any]:
-        snap = snap.filter_traces([
-            tracemalloc.Filter(False, os.path.join(_HERE, "*"), all_frames=True),
-            tracemalloc.Filter(False, tracemalloc.__file__),
-            tracemalloc.Filter(False, "<frozen importlib._bootstrap*>"),
-            tracemalloc.Filter(False, "<unknown>"),
-        ])
+        snap = snap.filter_traces(
+            [
+                tracemalloc.Filter(False, os.path.join(_HERE, "*"), all_frames=True),
+                tracemalloc.Filter(False, tracemalloc.__file__),
+                tracemalloc.Filter(False, "<frozen importlib._bootstrap*>"),
+                tracemalloc.Filter(False, "<unknown>"),
+            ]
+        )
         lines = []
         for stat in snap.statistics("lineno")[:TOP_LINES]:
             frame = stat.traceback[0]
-            lines.append({"line": f"{_short(frame.filename)}:{frame.lineno}",
-                          "file": frame.filename, "size": stat.size, "count": stat.count,
-                          "user": not self._is_library(frame.filename)})
+            lines.append(
+                {
+                    "line": f"{_short(frame.filename)}:{frame.lineno}",
+                    "file": frame.filename,
+                    "size": stat.size,
+                    "count": stat.count,
+                    "user": not self._is_library(frame.filename),
+                }
+            )
         tracebacks = []
         for stat in snap.statistics("traceback")[:TOP_TRACEBACKS]:
             frames = [f"{_short(f.filename)}:{f.lineno}" for f in stat.traceback]
-            user = next((f"{_short(f.filename)}:{f.lineno}" for f in stat.traceback
-                         if not self._is_library(f.filename)), None)
-            tracebacks.append({"size": stat.size, "count": stat.count,
-                               "traceback": frames, "user_line": user})
-        return {"start_step": self.start_step, "end_step": step,
-                "seconds": round(now - self.start_t, 3), "mode": self.mode,
-                "top": lines, "tracebacks": tracebacks}
+            user = next(
+                (
+                    f"{_short(f.filename)}:{f.lineno}"
+                    for f in stat.traceback
+                    if not self._is_library(f.filename)
+                ),
+                None,
+            )
+            tracebacks.append(
+                {"size": stat.size, "count": stat.count, "traceback": frames, "user_line": user}
+            )
+        return {
+            "start_step": self.start_step,
+            "end_step": step,
+            "seconds": round(now - self.start_t, 3),
+            "mode": self.mode,
+            "top": lines,
+            "tracebacks": tracebacks,
+        }
 
     def _is_library(self, filename: str) -> bool:
         if filename.startswith(("<", _HERE)):
