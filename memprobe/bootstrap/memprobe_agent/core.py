@@ -52,6 +52,7 @@ class Agent:
         self.expensive = expensive.Expensive(self)
         self._thread = threading.Thread(target=self._loop, name="memprobe-agent", daemon=True)
         self._thread.start()
+        self.thread_ident = self._thread.ident
 
     def after_fork_in_child(self) -> None:
         parent = self.pid

@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Set
 
-from . import census, graphs, roots, wire
+from . import census, graphs, roots, threadsafe, wire
 from .budget import Budget
 from .containers import ContainerTracker
 from .tmwindow import TraceWindow
@@ -30,11 +30,15 @@ TM_MIN_GAP_S = 30.0
 TICK_AFTER_S = 5.0  # a program without steps gets its first census after this long
 
 
+TICK_CENSUS_AFTER_S = 5.0  # no census from the background thread in the first seconds
+
 class Expensive:
     def __init__(self, agent: Any) -> None:
         cfg = agent.config
         self.agent = agent
         now = time.monotonic()
+        self.deferred = 0
+        self.imports = threadsafe.ImportWatch()
         self.enabled = bool(cfg.get("census", True))
         ident = getattr(agent, "ident", None)
         if (
@@ -97,6 +101,9 @@ class Expensive:
     def on_tick(self, now: float) -> None:
         # without steps: a program that never steps (a stall of a stepping one is not sampled)
         if self.agent.steps or not self.enabled:
+            return
+        # from this thread the main one runs alongside: not while it is still importing
+        if now - self.agent.t0 < TICK_CENSUS_AFTER_S or not self.imports.settled():
             return
         if not self._lock.acquire(blocking=False):
             return
@@ -166,6 +173,15 @@ class Expensive:
     # -- the census ------------------------------------------------------------------------
 
     def _census(self, step: Optional[int], now: float, tm_result: Optional[Dict[str, Any]]) -> None:
+        agent_thread = getattr(self.agent, "thread_ident", None)
+        if threadsafe.others_mid_iteration((threading.get_ident(), agent_thread)):
+            # another thread may be filling a tuple the census would hold: try again shortly
+            self.deferred += 1
+            if self.deferred in (1, 100, 10000):
+                self.agent.event("census_deferred", f"census put off {self.deferred} time(s): "
+                                 "another thread is inside a generator (see threadsafe.py)")
+            self.census_due = time.monotonic() + 0.05
+            return
         t0 = time.perf_counter()
         if step is not None and not self.based:
             # growth is measured from the first census at a step boundary: what the imports

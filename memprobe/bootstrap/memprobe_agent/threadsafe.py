@@ -1,0 +1,48 @@
+"""When a census may hold references to every object without breaking another thread.
+
+``gc.get_objects()`` hands out references to tuples that another thread may still be
+building: ``tuple(generator)`` grows its tuple with ``_PyTuple_Resize``, which demands a
+reference count of 1, and fails with "SystemError: bad argument to internal function"
+in *that* thread if a census holds the tuple at that moment (python/cpython#39117;
+reproduced by tests/scripts/tuple_builder.py). The GIL cannot be kept from threads that
+already wait for it, so a census is simply put off while any other thread is inside a
+generator or coroutine frame (where such a tuple is being filled), and while the program
+is still importing (imports build many tuples this way).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Iterable, Optional
+
+_ITERATING = 0x20 | 0x80 | 0x200  # CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR
+_MAX_DEPTH = 200
+
+
+def others_mid_iteration(skip: Iterable[Optional[int]]) -> bool:
+    """True if a thread other than ``skip`` has a generator-like frame on its stack."""
+    skipped = set(skip)
+    for ident, frame in sys._current_frames().items():
+        if ident in skipped:
+            continue
+        f = frame
+        depth = 0
+        while f is not None and depth < _MAX_DEPTH:
+            if f.f_code.co_flags & _ITERATING:
+                return True
+            f = f.f_back
+            depth += 1
+    return False
+
+
+class ImportWatch:
+    """Knows whether the program is still importing: sys.modules grew since last asked."""
+
+    def __init__(self) -> None:
+        self._count = len(sys.modules)
+
+    def settled(self) -> bool:
+        count = len(sys.modules)
+        settled = count == self._count
+        self._count = count
+        return settled
