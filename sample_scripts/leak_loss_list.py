@@ -18,8 +18,9 @@ args = parser.parse_args()
 torch.set_num_threads(1)
 torch.manual_seed(0)
 
-model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
-                      nn.Linear(512, 1))
+model = nn.Sequential(
+    nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 1)
+)
 optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
 loss_fn = nn.MSELoss()
 losses = []

@@ -32,6 +32,7 @@ TICK_AFTER_S = 5.0  # a program without steps gets its first census after this l
 
 TICK_CENSUS_AFTER_S = 5.0  # no census from the background thread in the first seconds
 
+
 class Expensive:
     def __init__(self, agent: Any) -> None:
         cfg = agent.config
@@ -178,8 +179,11 @@ class Expensive:
             # another thread may be filling a tuple the census would hold: try again shortly
             self.deferred += 1
             if self.deferred in (1, 100, 10000):
-                self.agent.event("census_deferred", f"census put off {self.deferred} time(s): "
-                                 "another thread is inside a generator (see threadsafe.py)")
+                self.agent.event(
+                    "census_deferred",
+                    f"census put off {self.deferred} time(s): "
+                    "another thread is inside a generator (see threadsafe.py)",
+                )
             self.census_due = time.monotonic() + 0.05
             return
         t0 = time.perf_counter()
