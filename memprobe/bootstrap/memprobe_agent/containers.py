@@ -9,6 +9,8 @@ module global, between censuses too (``poll``), cheaply, by following the path.
 
 from __future__ import annotations
 
+import collections
+import itertools
 import sys
 import time
 from typing import Any, Dict, List, Optional, Set, Tuple
@@ -20,6 +22,17 @@ MAX_WATCH = 8
 NEW_PER_CENSUS = 3
 STALE_CENSUSES = 4  # a watched container that stopped growing this long gives its slot up
 SCALARS = frozenset(["float", "int", "bool", "complex", "NoneType"])
+TENSOR_NAMES = frozenset(["torch.Tensor", "torch.nn.parameter.Parameter"])
+MAX_COUNT = 20_000  # new items looked at per poll or census, at most
+
+
+def _tensor_types() -> Set[type]:
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return set()
+    param = sys.modules.get("torch.nn.parameter")
+    types = {torch.__dict__.get("Tensor"), param.__dict__.get("Parameter") if param else None}
+    return {t for t in types if isinstance(t, type)}
 
 
 class Watch:
@@ -37,6 +50,8 @@ class Watch:
         "complete",
         "stale",
         "misses",
+        "graphs",
+        "counted",
     )
 
     def __init__(
@@ -56,6 +71,28 @@ class Watch:
         self.elem_types: List[str] = []
         self.stale = 0
         self.misses = 0
+        self.graphs: Optional[int] = None  # items that hold an autograd graph (tensor items)
+        self.counted = 0  # items counted so far (a list or deque only grows at its end)
+
+    def count_graphs(self, obj: Any) -> None:
+        """How many items are tensors holding a ``grad_fn``: new items only, while it grows."""
+        if not any(t in TENSOR_NAMES for t in self.elem_types):
+            return
+        tensor_types = _tensor_types()
+        n = len(obj)
+        if self.graphs is None or n < self.counted or type(obj) not in (list, collections.deque):
+            self.graphs, self.counted = 0, 0
+        if n - self.counted > MAX_COUNT:
+            self.graphs = None
+            return
+        try:
+            items = list(itertools.islice(obj, self.counted, n))
+        except Exception:  # noqa: BLE001 - changed under us by another thread
+            return
+        for item in items:
+            if type(item) in tensor_types and item.grad_fn is not None:
+                self.graphs = (self.graphs or 0) + 1
+        self.counted = n
 
     def followable(self) -> bool:
         return self.path is not None or self.anchor is not None
@@ -125,6 +162,7 @@ class ContainerTracker:
             w.misses = 0
             w.prev_len, w.len = w.len, len(obj)
             w.elem_types = elem_types(obj) or w.elem_types
+            w.count_graphs(obj)
             w.stale = 0 if w.len > w.prev_len else w.stale + 1
             if w.stale >= STALE_CENSUSES and len(self.watched) >= MAX_WATCH:
                 del self.watched[cid]
@@ -164,17 +202,20 @@ class ContainerTracker:
             length, before = sizes[cid]
             w = Watch(r, qualified(obj), length, before, step)
             w.elem_types = elem_types(obj)
+            w.count_graphs(obj)
             self.watched[cid] = w
         objs.clear()
         obj = None
         return self.values(), [w.entry() for w in self.watched.values() if w.misses == 0]
 
     def values(self) -> Dict[str, float]:
-        return {
-            f"container:{w.holder}:len": w.len
-            for w in self.watched.values()
-            if w.misses == 0 and not w.scalar
-        }
+        out: Dict[str, float] = {}
+        for w in self.watched.values():
+            if w.misses == 0 and not w.scalar:
+                out[f"container:{w.holder}:len"] = w.len
+                if w.graphs is not None:
+                    out[f"graph:held_by:{w.holder}"] = w.graphs
+        return out
 
     def poll(self) -> Dict[str, float]:
         """Lengths of the watched containers reachable from a module global, between censuses."""
@@ -185,6 +226,10 @@ class ContainerTracker:
             obj = w.find()
             if obj is not None and qualified(obj) == w.type:
                 out[f"container:{w.holder}:len"] = len(obj)
+                w.count_graphs(obj)
+                if w.graphs is not None:
+                    # a heavy-object count of its own: the items hold autograd graphs
+                    out[f"graph:held_by:{w.holder}"] = w.graphs
         return out
 
     def pollable(self) -> bool:
