@@ -303,3 +303,31 @@ def test_no_census_in_a_forked_child() -> None:
     exp.on_step(5, time.monotonic())
     assert not [m for m in agent.messages if m["k"] == "census"]
     assert [m["kind"] for m in agent.messages] == ["census_off"]
+
+
+def test_a_list_of_graph_holding_tensors_counts_its_graphs() -> None:
+    mod = types.ModuleType("graphs_demo")
+    lin = torch.nn.Linear(3, 1)
+    mod.losses = [lin(torch.randn(2, 3)).sum() for _ in range(4)]  # type: ignore[attr-defined]
+    sys.modules["graphs_demo"] = mod
+    try:
+        tracker = containers.ContainerTracker()
+        first = _take()
+        tracker.update(first["containers"], first["lengths"], 1, time.perf_counter() + FAR, set())
+        del first
+        # GIVEN loss tensors appended with their graphs (and one detached)
+        mod.losses.extend(lin(torch.randn(2, 3)).sum() for _ in range(10))  # type: ignore[attr-defined]
+        mod.losses.append(torch.zeros(()))  # type: ignore[attr-defined]
+        second = _take()
+        v, _ = tracker.update(
+            second["containers"], second["lengths"], 11, time.perf_counter() + FAR, set()
+        )
+        del second
+        mod.losses.append(lin(torch.randn(2, 3)).sum())  # type: ignore[attr-defined]
+        polled = tracker.poll()
+    finally:
+        del sys.modules["graphs_demo"]
+    # THEN the items holding a graph are a signal of their own, kept up to date by the poll
+    assert v.get("graph:held_by:graphs_demo.losses") == 14, v
+    assert polled["graph:held_by:graphs_demo.losses"] == 15
+    assert polled["container:graphs_demo.losses:len"] == 16
