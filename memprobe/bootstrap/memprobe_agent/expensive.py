@@ -33,6 +33,12 @@ TICK_AFTER_S = 5.0  # a program without steps gets its first census after this l
 TICK_CENSUS_AFTER_S = 5.0  # no census from the background thread in the first seconds
 
 
+# Frame objects are made on demand by anything that looks at a stack (the agent's own
+# thread check and holder search included) and die with it; on their own they are never
+# the leak (a kept traceback shows as the container that keeps it).
+INTERPRETER_TYPES = frozenset(["frame"])
+
+
 class Expensive:
     def __init__(self, agent: Any) -> None:
         cfg = agent.config
@@ -282,7 +288,11 @@ class Expensive:
         if prev:
             for name, n in counts.items():
                 delta = n - prev.get(name, 0)
-                if delta >= SUSPICIOUS_DELTA and not name.startswith("memprobe_agent"):
+                if (
+                    delta >= SUSPICIOUS_DELTA
+                    and not name.startswith("memprobe_agent")
+                    and name not in INTERPRETER_TYPES
+                ):
                     growing.append({"type": name, "count": n, "delta": delta})
             growing.sort(key=lambda g: -g["delta"])
             for g in growing[:5]:
