@@ -35,12 +35,14 @@ SCRIPTS = sorted(p.name for p in SAMPLES.glob("leak_*.py")) + sorted(
 # the leak (or its absence) several times over its detection threshold.
 STEPS: Dict[str, int] = {
     "leak_rnn_hidden.py": 120,  # backward time grows with the (leaking) graph
-    "leak_matplotlib_figures.py": 160,  # one figure render per 5 steps: 32 figures
+    "leak_matplotlib_figures.py": 250,  # one figure render per 5 steps: 50 figures
     "leak_model_clones.py": 200,  # a deepcopy every 4 steps: 50 clones
     "leak_episode_history.py": 200,
     "leak_loss_list.py": 900,  # called "leak" from step ~150 on
     "ok_loss_item.py": 900,  # its fixed twin, same length
-    "ok_adam_warmup.py": 300,
+    # an idle machine runs these fast: enough steps that the run lasts 10-20 s there too
+    "ok_adam_warmup.py": 1200,
+    "ok_bounded_cache.py": 3600,
 }
 
 WORKERS = 2
