@@ -266,7 +266,7 @@ def test_memprobe_sigkilled_in_live_mode_target_keeps_its_terminal(tmp_path: Pat
     proc.kill()
     out, err = proc.communicate(timeout=30)  # EOF once the target, which relays, is gone too
     wait_for(lambda: not pid_alive(pid), timeout=30, what="the target to finish")
-    # THEN the target's prints still work (no EIO) and reach memprobe's stdout/stderr
+    # THEN the target's prints still work (no EIO)
     assert result.read_text() == "ok ok"
     # the relay thread may not copy the last lines before the target exits right after
     # printing them (a known limit, in the issue notes); what must hold is that printing
