@@ -3,44 +3,21 @@
 from __future__ import annotations
 
 import re
-from typing import Optional, Sequence, Tuple
+from typing import Optional, Tuple
 
 from rich.text import Text
 
 from memprobe.record import Finding
+from memprobe.render._text import fmt_bytes, sparkline
 
-_BLOCKS = "▁▂▃▄▅▆▇█"
+__all__ = ["clean", "fmt_bytes", "headline_order", "safe_text", "sparkline"]
+
 # C0/C1 controls and escape sequences from the target must never reach the terminal raw; nor
 # the bidi overrides that make text display as something else (CVE-2021-42574), as in _text
 _CONTROL = re.compile(
     r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
     "|[\u200e\u200f\u202a-\u202e\u2066-\u2069]"
 )
-
-
-def fmt_bytes(n: Optional[float], signed: bool = False) -> str:
-    if n is None:
-        return "–"
-    sign = ("+" if n > 0 else "-" if n < 0 else "±") if signed else ("-" if n < 0 else "")
-    v = abs(float(n))
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if v < 1024 or unit == "TiB":
-            return f"{sign}{v:.0f} {unit}" if unit == "B" else f"{sign}{v:.1f} {unit}"
-        v /= 1024
-    return f"{sign}{v:.1f} TiB"
-
-
-def sparkline(values: Sequence[float], width: int = 24) -> str:
-    if not values:
-        return ""
-    if len(values) > width:
-        step = len(values) / width
-        values = [values[min(len(values) - 1, int(i * step))] for i in range(width)]
-    lo, hi = min(values), max(values)
-    if hi <= lo:
-        return _BLOCKS[0] * len(values)
-    scale = (len(_BLOCKS) - 1) / (hi - lo)
-    return "".join(_BLOCKS[int((v - lo) * scale)] for v in values)
 
 
 def clean(s: str, limit: Optional[int] = None) -> str:
