@@ -123,7 +123,7 @@ def print_summary(record: rec.RunRecord, console: Console) -> None:
 def load_run(path: str) -> rec.RunRecord:
     """A run.json, or a run folder rebuilt (and analysed) from its per-process files."""
     if os.path.isdir(path):
-        from memprobe.collect import rebuild
+        from memprobe.rebuild import rebuild
 
         record = rebuild(path)
         try:

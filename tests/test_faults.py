@@ -28,8 +28,8 @@ from faultutil import (
 )
 
 from conftest import cli_env, load, run_cli, validate
-from memprobe.collect import rebuild
 from memprobe.limits import oom_kill_count
+from memprobe.rebuild import rebuild
 
 OOM_READABLE = oom_kill_count() is not None
 
@@ -196,7 +196,7 @@ def test_memprobe_sigkilled_target_runs_on_and_the_folder_rebuilds(
     rep = run_cli(["report", str(run_dir), "--format", "json"], cwd=tmp_path, timeout=60)
     assert rep.returncode == 0, rep.stderr
     assert "Traceback" not in rep.stderr
-    from memprobe.collect import rebuild
+    from memprobe.rebuild import rebuild
 
     record = rebuild(str(run_dir)).to_json()
     validate(record, schema)

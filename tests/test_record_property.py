@@ -4,7 +4,7 @@
   or gives a record whose every field has its declared type, so renderers can trust it.
 - ``wire.decode_lines`` / ``wire.read_file`` / ``Tailer``: garbage lines, torn and partial
   last lines and arbitrary chunking lose nothing but the damaged lines, and never raise.
-- ``collect.rebuild``: a run folder with arbitrary (even hostile) lines rebuilds or says why.
+- ``rebuild.rebuild``: a run folder with arbitrary (even hostile) lines rebuilds or says why.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 
 from memprobe import record as rec
 from memprobe.bootstrap.memprobe_agent import wire
-from memprobe.collect import PARENT_FILE, rebuild
+from memprobe.collect import PARENT_FILE
+from memprobe.rebuild import rebuild
 from memprobe.tail import Tailer
 
 SETTINGS = settings(
