@@ -94,7 +94,9 @@ def test_graph_walk_is_bounded() -> None:
     h = torch.zeros(1, 2)
     for _ in range(200):
         h = lin(h)
-    stats = graphs.graph_stats([h.grad_fn], deadline=time.perf_counter() + FAR, max_nodes=50)
+    stats = graphs.graph_stats(
+        [h.grad_fn], graphs.WrapBudget(()), deadline=time.perf_counter() + FAR, max_nodes=50
+    )
     assert stats["truncated"] and stats["nodes"] == 50
 
 

@@ -111,11 +111,19 @@ def take(max_objects: int, min_len: int, deadline_s: float) -> Dict[str, Any]:
     if total > max_objects:
         stride = -(-total // max_objects)
         objs = objs[::stride]
-    classes = list(map(type, objs))  # once: both passes below read it
+    classes = list(map(type, objs))  # once: the passes below read it
     counts = collections.Counter(classes)
     kinds = Kinds(counts)
     wanted = set(kinds.of) | CONTAINER_TYPES
     picked = list(itertools.compress(objs, map(wanted.__contains__, classes)))
+    # autograd-node wrappers alive now (the target's and earlier censuses'): what the
+    # graph walk may add to them is bounded (see graphs.py)
+    ntypes = graphs.node_types()
+    live_wrappers = (
+        set(map(id, itertools.compress(objs, map(ntypes.__contains__, classes))))
+        if ntypes and not ntypes.isdisjoint(counts)
+        else set()
+    )
     del objs, classes
     by_kind: Dict[str, List[Any]] = collections.defaultdict(list)
     conts: List[Any] = []
@@ -150,22 +158,29 @@ def take(max_objects: int, min_len: int, deadline_s: float) -> Dict[str, Any]:
     payload["types"] = types
 
     truncated: List[str] = []
+    budget = graphs.WrapBudget(live_wrappers)
+    del live_wrappers
     tensors = by_kind.get("tensor")
     if tensors is not None or "torch" in sys.modules:
-        owners: Dict[int, Any] = {}
-        roots = _tensor_stats(tensors or [], kinds, stride, v, payload, deadline, truncated, owners)
-        g = graphs.graph_stats(roots, deadline=deadline)
+        holding = _tensor_stats(tensors or [], kinds, stride, v, payload, deadline, truncated)
+        roots, owners = _roots(holding, budget)
+        del holding
+        g = graphs.graph_stats(roots, budget, deadline=deadline)
+        if budget.spent and g["cut"] is None:
+            g["cut"], g["truncated"] = "wrappers", True  # spent on the roots already
         if g.pop("truncated"):
             truncated.append("graphs")
         root = g.pop("root")
         graph_roots = [(fn, owners[id(fn)]) for fn in roots]
         del roots, root, owners
+        g["live_wrappers"] = len(budget.known)
         payload["graphs"] = g
-        v["graph:nodes"], v["graph:roots"], v["graph:largest"] = (
-            g["nodes"],
-            g["roots"],
-            g["largest"],
-        )
+        if g["cut"] is None:
+            v["graph:nodes"], v["graph:roots"], v["graph:largest"] = (
+                g["nodes"],
+                g["roots"],
+                g["largest"],
+            )
         mods = by_kind.get("module", [])
         v["modules:count"] = len(mods) * stride
         mtypes = collections.Counter(names[type(m)] for m in mods)
@@ -195,7 +210,28 @@ def take(max_objects: int, min_len: int, deadline_s: float) -> Dict[str, Any]:
         "containers": containers,
         "lengths": lengths,
         "graph_roots": graph_roots,
+        "wrap_budget": budget,
     }
+
+
+def _roots(holding: List[Any], budget: graphs.WrapBudget) -> Tuple[List[Any], Dict[int, Any]]:
+    """The distinct ``grad_fn`` of the tensors that hold a graph, and one tensor holding
+    each; stops when the wrapper budget is spent (reading ``grad_fn`` may create one)."""
+    fns: Dict[int, Any] = {}
+    owners: Dict[int, Any] = {}
+    for t in holding:
+        try:
+            fn = t.grad_fn
+        except Exception:  # noqa: BLE001
+            continue
+        if fn is None:
+            continue
+        if not budget.admit(fn):
+            break
+        if id(fn) not in fns:
+            fns[id(fn)] = fn
+            owners[id(fn)] = t
+    return list(fns.values()), owners
 
 
 def _tensor_stats(
@@ -206,16 +242,15 @@ def _tensor_stats(
     payload: Dict[str, Any],
     deadline: float,
     truncated: List[str],
-    owners: Dict[int, Any],
 ) -> List[Any]:
-    """Count and bytes by device/dtype (each storage once); returns the live grad_fns and
-    fills ``owners`` (id of a grad_fn -> one tensor holding it)."""
+    """Count and bytes by device/dtype (each storage once); returns the tensors that hold
+    an autograd graph, found without reading ``grad_fn`` (see graphs.py)."""
     torch = sys.modules.get("torch")
     ctx = getattr(getattr(torch, "_C", None), "DisableTorchFunctionSubclass", None)
     extent: Dict[Tuple[str, int], int] = {}  # (device, storage base address) -> bytes used
     kind_of: Dict[Tuple[str, int], Tuple[str, bool]] = {}
     by: Dict[Tuple[str, str], List[int]] = {}
-    fns: Dict[int, Any] = {}
+    holding: List[Any] = []
     grad_fn_count = 0
     done = 0
     guard = ctx() if ctx is not None else _Null()
@@ -226,12 +261,9 @@ def _tensor_stats(
                 break
             done += 1
             try:
-                fn = t.grad_fn
-                if fn is not None:
+                if graphs.holds_graph(t):
                     grad_fn_count += 1
-                    if id(fn) not in fns:
-                        fns[id(fn)] = fn
-                        owners[id(fn)] = t
+                    holding.append(t)
                 dev = str(t.device)
                 dtype = str(t.dtype).replace("torch.", "")
                 by.setdefault((dev, dtype), [0, 0])[0] += 1
@@ -274,7 +306,7 @@ def _tensor_stats(
             for (d, dt), r in sorted(by.items(), key=lambda kv: -kv[1][1])[:12]
         ],
     }
-    return list(fns.values())
+    return holding
 
 
 class _Null:

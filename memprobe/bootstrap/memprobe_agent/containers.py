@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from . import holders, roots
+from . import graphs, holders, roots
 from .census import elem_types, qualified
 
 MAX_WATCH = 8
@@ -90,7 +90,11 @@ class Watch:
         except Exception:  # noqa: BLE001 - changed under us by another thread
             return
         for item in items:
-            if type(item) in tensor_types and item.grad_fn is not None:
+            try:
+                held = type(item) in tensor_types and graphs.holds_graph(item)
+            except Exception:  # noqa: BLE001 - an exotic tensor subclass: not counted
+                held = False
+            if held:
                 self.graphs = (self.graphs or 0) + 1
         self.counted = n
 

@@ -84,7 +84,7 @@ class Expensive:
         self.prev_counts: Dict[str, int] = {}
         self.watched_types: Dict[str, int] = {}
         self.prev_v: Dict[str, float] = {}
-        self.said: Set[str] = set()
+        self.said: Set[Any] = set()
         self._lock = threading.Lock()
         self.next_due = 0.0 if self.enabled else float("inf")
         if self.enabled and self.tm.mode == "always":
@@ -263,6 +263,7 @@ class Expensive:
         steps: the step's loss and outputs hang above it, so their graphs are larger.
         """
         pairs = res.pop("graph_roots", None) or []
+        budget: graphs.WrapBudget = res.pop("wrap_budget")
         now_largest = v.get("graph:largest", 0)
         grew = now_largest - self.prev_v.get("graph:largest", now_largest)
         if not pairs or grew < SUSPICIOUS_DELTA or "graphs" not in payload:
@@ -270,10 +271,11 @@ class Expensive:
         found = roots.search({id(t) for _, t in pairs}, deadline)
         named = [(fn, found[id(t)]["holder"]) for fn, t in pairs if id(t) in found][:20]
         del pairs
-        sizes = [
-            (graphs.reach(fn, int(now_largest) * 2 + 10, deadline), holder, type(fn).__name__)
-            for fn, holder in named
-        ]
+        sizes = []
+        for fn, holder in named:
+            n = graphs.reach(fn, int(now_largest) * 2 + 10, deadline, budget)
+            if n is not None:
+                sizes.append((n, holder, type(fn).__name__))
         del named
         big = sorted(x for x in sizes if x[0] >= now_largest / 2)
         if big:
@@ -329,11 +331,23 @@ class Expensive:
                 f"every {stride}th object (cap {self.max_objects:,}); counts are "
                 "estimates",
             )
+        graphs_cut = (payload.get("graphs") or {}).get("cut")
         for part in payload.get("truncated", []):
-            if part not in self.said:
-                self.said.add(part)
-                self.agent.event(
-                    "census_truncated",
-                    f"census {part} cut off after {self.deadline_s:g} s; "
-                    "its figures are estimates from the part walked",
+            why = graphs_cut if part == "graphs" and graphs_cut else "deadline"
+            if (part, why) in self.said:
+                continue
+            self.said.add((part, why))
+            if why == "wrappers":
+                message = (
+                    f"autograd graphs not sized: {graphs.MAX_LIVE_WRAPPERS:,} node wrappers "
+                    "are alive; walking further would make more, and each one deepens "
+                    "torch's teardown of the graph (graph counts stay exact)"
                 )
+            elif why == "nodes":
+                message = f"census graphs cut off after {graphs.MAX_NODES:,} nodes"
+            else:
+                message = (
+                    f"census {part} cut off after {self.deadline_s:g} s; "
+                    "its figures are estimates from the part walked"
+                )
+            self.agent.event("census_truncated", message)
