@@ -51,7 +51,7 @@ class Display(Protocol):
 class RunOptions:
     output: str
     sample_interval_s: float = 0.1
-    idle_interval_s: float = 0.5
+    idle_interval_s: float = 0.1
     overhead_budget: float = 0.03
     census: bool = True
     tracemalloc: str = "auto"

@@ -10,7 +10,14 @@ from typing import Any, Dict, List
 
 import pytest
 
-from memprobe.bootstrap.memprobe_agent import census, containers, graphs, holders, roots
+from memprobe.bootstrap.memprobe_agent import (
+    census,
+    cheap,
+    containers,
+    graphs,
+    holders,
+    roots,
+)
 
 torch = pytest.importorskip("torch")
 
@@ -243,6 +250,7 @@ class FakeAgent:
         self.t0 = time.monotonic()
         self.steps = 0
         self.messages: List[Dict[str, Any]] = []
+        self.live = cheap.LiveCounts()
 
     def emit(self, message: Dict[str, Any]) -> None:
         self.messages.append(message)

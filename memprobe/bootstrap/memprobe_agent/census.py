@@ -18,7 +18,8 @@ import gc
 import itertools
 import sys
 import time
-from typing import Any, Dict, List, Optional, Set, Tuple
+import weakref
+from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
 
 from . import graphs
 
@@ -96,9 +97,26 @@ class Kinds:
         }
 
 
-def take(max_objects: int, min_len: int, deadline_s: float) -> Dict[str, Any]:
+_FLAGS = type.__dict__["__flags__"]
+_HEAPTYPE = 1 << 9
+_LIVE_GROUP = {"tensor": "tensors:count", "module": "modules:count", "figure": "figures:count"}
+
+
+def is_heap_type(cls: type) -> bool:
+    """Instances of a heap type hold a reference to it: ``sys.getrefcount(cls)`` counts them."""
+    try:
+        return bool(_FLAGS.__get__(cls, type) & _HEAPTYPE)
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def take(
+    max_objects: int, min_len: int, deadline_s: float, want: FrozenSet[str] = frozenset()
+) -> Dict[str, Any]:
     """One census. Returns {"v": signals, "payload": details, "containers": {id: obj},
-    "lengths": {id: len}, "graph_roots": [(grad_fn, a tensor holding it)]}.
+    "lengths": {id: len}, "graph_roots": [(grad_fn, a tensor holding it)], "live": {signal:
+    [(weakref to a heap type, its exact count)]}} (``live`` calibrates the cheap live counts
+    of tensors, modules, figures and the types named in ``want``; empty on a sampled heap).
 
     ``containers`` holds the target's containers of at least ``min_len`` items for
     the holder tracker; the caller must drop it before the census returns control.
@@ -149,6 +167,14 @@ def take(max_objects: int, min_len: int, deadline_s: float) -> Dict[str, Any]:
     graph_roots: List[Any] = []
     names = {cls: type_name(cls) for cls in counts}
     payload["_counts"] = {names[c]: n * stride for c, n in counts.items()}
+    live: Dict[str, List[Tuple[Any, int]]] = {}
+    if stride == 1:
+        for cls, n in counts.items():
+            group = _LIVE_GROUP.get(kinds.of.get(cls, ""))
+            if group is None and names[cls] in want:
+                group = f"objects:{names[cls]}"
+            if group is not None and is_heap_type(cls):
+                live.setdefault(group, []).append((weakref.ref(cls), n))
     types: Dict[str, Dict[str, Any]] = {}
     for cls, n in counts.most_common(TOP_TYPES):
         types[names[cls]] = {"count": n * stride}
@@ -211,6 +237,7 @@ def take(max_objects: int, min_len: int, deadline_s: float) -> Dict[str, Any]:
         "lengths": lengths,
         "graph_roots": graph_roots,
         "wrap_budget": budget,
+        "live": live,
     }
 
 

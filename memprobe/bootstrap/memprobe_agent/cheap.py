@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import wire
 
@@ -84,3 +84,47 @@ def _file_id(fd: int) -> Optional[tuple]:
     except OSError:
         return None
     return (st.st_dev, st.st_ino)
+
+
+class LiveCounts:
+    """Live instances of heap types at every cheap sample, from ``sys.getrefcount(cls)``.
+
+    An instance of a heap type (``torch.Tensor``, every ``nn.Module`` subclass,
+    matplotlib's ``Figure``, the user's own classes) holds a reference to its type, so
+    the type's reference count rises by one per live instance (≈ 0.05 µs a read).
+    Each census counts the instances exactly and sets, per type, the offset between
+    that count and the reference count (the type's other references: its module, its
+    subclasses' MROs); between censuses the same signals (``tensors:count``,
+    ``modules:count``, ``figures:count``, ``objects:<type>``) come from the reference
+    counts: dense series for the price of a dict lookup. A group whose estimate goes
+    negative (a reference that was not an instance went away) is dropped until the
+    next census calibrates it again.
+    """
+
+    def __init__(self) -> None:
+        self.groups: Dict[str, List[Tuple[Callable[[], Any], int]]] = {}
+
+    def calibrate(self, live: Dict[str, List[Tuple[Callable[[], Any], int]]]) -> None:
+        groups: Dict[str, List[Tuple[Callable[[], Any], int]]] = {}
+        for signal, pairs in live.items():
+            entries = []
+            for ref, count in pairs:
+                cls = ref()
+                if cls is not None:
+                    entries.append((ref, sys.getrefcount(cls) - count))
+                cls = None
+            groups[signal] = entries
+        self.groups = groups
+
+    def read(self, out: Dict[str, Any]) -> None:
+        for signal, entries in list(self.groups.items()):
+            total = 0
+            for ref, offset in entries:
+                cls = ref()
+                if cls is not None:
+                    total += sys.getrefcount(cls) - offset
+                cls = None
+            if total < 0:
+                del self.groups[signal]
+                continue
+            out[signal] = total

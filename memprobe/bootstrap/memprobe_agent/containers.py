@@ -15,15 +15,18 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from . import graphs, holders, roots
+from . import frames, graphs, holders, roots, sizes
 from .census import elem_types, qualified
 
 MAX_WATCH = 8
 NEW_PER_CENSUS = 3
+CANDIDATES_PER_SLOT = 3
 STALE_CENSUSES = 4  # a watched container that stopped growing this long gives its slot up
 SCALARS = frozenset(["float", "int", "bool", "complex", "NoneType"])
 TENSOR_NAMES = frozenset(["torch.Tensor", "torch.nn.parameter.Parameter"])
+_DICT_TYPES = (dict, collections.OrderedDict, collections.defaultdict)
 MAX_COUNT = 20_000  # new items looked at per poll or census, at most
+MEASURE_VISITS = 1500  # objects looked at to size one container's items, per census
 
 
 def _tensor_types() -> Set[type]:
@@ -52,6 +55,8 @@ class Watch:
         "misses",
         "graphs",
         "counted",
+        "bytes",
+        "bytes_exact",
     )
 
     def __init__(
@@ -73,6 +78,8 @@ class Watch:
         self.misses = 0
         self.graphs: Optional[int] = None  # items that hold an autograd graph (tensor items)
         self.counted = 0  # items counted so far (a list or deque only grows at its end)
+        self.bytes: Optional[int] = None  # what its items hold (sizes.deep_size), per census
+        self.bytes_exact = False
 
     def count_graphs(self, obj: Any) -> None:
         """How many items are tensors holding a ``grad_fn``: new items only, while it grows."""
@@ -80,13 +87,16 @@ class Watch:
             return
         tensor_types = _tensor_types()
         n = len(obj)
-        if self.graphs is None or n < self.counted or type(obj) not in (list, collections.deque):
+        # lists, deques and dicts (insertion-ordered) grow at their end: count new items only
+        ordered = type(obj) in (list, collections.deque) or type(obj) in _DICT_TYPES
+        if self.graphs is None or n < self.counted or not ordered:
             self.graphs, self.counted = 0, 0
         if n - self.counted > MAX_COUNT:
             self.graphs = None
             return
         try:
-            items = list(itertools.islice(obj, self.counted, n))
+            values = obj.values() if type(obj) in _DICT_TYPES else obj
+            items = list(itertools.islice(values, self.counted, n))
         except Exception:  # noqa: BLE001 - changed under us by another thread
             return
         for item in items:
@@ -101,15 +111,31 @@ class Watch:
     def followable(self) -> bool:
         return self.path is not None or self.anchor is not None
 
-    def find(self) -> Any:
-        """The container again, by its path (no heap scan); None when it is gone."""
-        if self.path is not None:
-            return holders.resolve(self.path)
+    def find(self, frames_by_key: Optional[Dict[Any, Any]] = None) -> Any:
+        """The container again, from the object its anchor names or by its module or
+        frame path (no heap scan); None when it is gone. Nothing is kept: a container
+        the program dropped is found no more, and freed."""
         if self.anchor is not None:
             ref, steps = self.anchor
             owner = ref()
-            return holders.follow(owner, steps) if owner is not None else None
+            found = holders.follow(owner, steps) if owner is not None else None
+            if found is not None or self.path is None:
+                return found
+        if self.path is not None:
+            return holders.resolve(self.path, frames_by_key)
         return None
+
+    def frame_rooted(self) -> bool:
+        return self.path is not None and self.path[0][0] == "frame"
+
+    def measure(self, obj: Any) -> None:
+        """Bytes its items hold now (bounded: see sizes.py)."""
+        if self.scalar:
+            return
+        try:
+            self.bytes, self.bytes_exact = sizes.deep_size(obj, MEASURE_VISITS)
+        except Exception:  # noqa: BLE001 - changed under us
+            self.bytes = None
 
     @property
     def scalar(self) -> bool:
@@ -129,7 +155,33 @@ class Watch:
             "elem_types": self.elem_types,
             "chain": self.chain,
             "complete": self.complete,
+            "bytes": self.bytes,
+            "bytes_exact": self.bytes_exact,
+            "rooted": self.path[0][0] if self.path else ("anchor" if self.anchor else None),
         }
+
+
+_USER, _LIBRARY, _NAMELESS, _NEVER = 0, 1, 2, 3
+# items of a registry or a cache of types (weakrefs to classes, the classes themselves)
+_REGISTRY_ITEMS = frozenset(["weakref.ReferenceType", "type", "weakref.KeyedRef"])
+
+
+def _rank(r: Optional[Dict[str, Any]], obj: Any, size: Tuple[int, int]) -> Tuple[int, int]:
+    """Which candidates get a watch slot: rooted in the user's code (a module of theirs,
+    a function of theirs, an object one of them holds) before a library's global, before
+    a container nobody can name; registries of types never. Ties: the faster grower."""
+    growth = -(size[0] - size[1])
+    if r is None or not r.get("complete"):
+        return (_NAMELESS, growth)
+    if set(elem_types(obj)) <= _REGISTRY_ITEMS and elem_types(obj):
+        return (_NEVER, growth)
+    path = r.get("path")
+    if path and path[0][0] == "frame":
+        return (_USER, growth)
+    if path and path[0][0] == "module":
+        name = path[0][1]
+        return (_USER if name == "__main__" or roots.is_user_module(name) else _LIBRARY, growth)
+    return (_USER if r.get("anchor") is not None else _LIBRARY, growth)
 
 
 class ContainerTracker:
@@ -167,6 +219,7 @@ class ContainerTracker:
             w.prev_len, w.len = w.len, len(obj)
             w.elem_types = elem_types(obj) or w.elem_types
             w.count_graphs(obj)
+            w.measure(obj)
             w.stale = 0 if w.len > w.prev_len else w.stale + 1
             if w.stale >= STALE_CENSUSES and len(self.watched) >= MAX_WATCH:
                 del self.watched[cid]
@@ -186,7 +239,9 @@ class ContainerTracker:
             reverse=True,
         )
         room = max(0, min(NEW_PER_CENSUS, MAX_WATCH - len(self.watched)))
-        order = [cid for _, cid in grown[:room]]
+        # more candidates than slots: a library's registry filling up on first use must not
+        # take the slot of the user's list (see _rank)
+        order = [cid for _, cid in grown[: room * CANDIDATES_PER_SLOT]]
         picks = {cid: containers[cid] for cid in order}
         sizes = {cid: (lengths[cid], prev[cid]) for cid in order}
         self.prev = lengths
@@ -198,15 +253,23 @@ class ContainerTracker:
             more = holders.find_holders([objs[i] for i in rest], deadline, exclude | {id(objs)})
             for i, r in zip(rest, more):
                 found[id(objs[i])] = r
-        for cid, obj in zip(order, objs):
+        ranked = sorted(
+            (_rank(found.get(id(obj)), obj, sizes[cid]), k, cid, obj)
+            for k, (cid, obj) in enumerate(zip(order, objs))
+        )
+        for rank, _, cid, obj in ranked:
             r = found.get(id(obj)) or holders.result("?", None, [], False)
-            if r["holder"].startswith("memprobe_agent"):
+            if r["holder"].startswith("memprobe_agent") or rank[0] >= _NEVER:
                 self.ignored.add(cid)
                 continue
+            if room <= 0:
+                continue
+            room -= 1
             length, before = sizes[cid]
             w = Watch(r, qualified(obj), length, before, step)
             w.elem_types = elem_types(obj)
             w.count_graphs(obj)
+            w.measure(obj)
             self.watched[cid] = w
         objs.clear()
         obj = None
@@ -222,12 +285,16 @@ class ContainerTracker:
         return out
 
     def poll(self) -> Dict[str, float]:
-        """Lengths of the watched containers reachable from a module global, between censuses."""
+        """Lengths of the watched containers between censuses, found again by their path
+        wherever it starts (module global, object attribute, function local, closure)."""
         out: Dict[str, float] = {}
+        by_key: Optional[Dict[Any, Any]] = None
         for w in self.watched.values():
             if not w.followable() or w.misses or w.scalar:
                 continue
-            obj = w.find()
+            if by_key is None and w.frame_rooted():
+                by_key = frames.running_by_key()
+            obj = w.find(by_key)
             if obj is not None and qualified(obj) == w.type:
                 out[f"container:{w.holder}:len"] = len(obj)
                 w.count_graphs(obj)

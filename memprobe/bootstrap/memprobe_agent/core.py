@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, Optional
 
-from . import cheap, expensive, identity, relay, wire
+from . import cheap, expensive, identity, relay, wire, workerdata
 
 _agent: Optional[Agent] = None
 _hook_registered = False
@@ -25,7 +25,10 @@ class Agent:
         self.config = config
         self.run_dir: str = config["run_dir"]
         self.sample_interval = float(config.get("sample_interval_s", 0.1))
-        self.idle_interval = float(config.get("idle_interval_s", 0.5))
+        self.idle_interval = float(config.get("idle_interval_s", 0.1))
+        # no step for this long: the loop is not stepping (an evaluation phase, a stall),
+        # and samples come from the background thread again, on time
+        self.stall_s = max(1.0, self.idle_interval)
         self._fail = config.get("fail_collector")
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -47,7 +50,9 @@ class Agent:
         self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         self._fd_id = _file_id(self.fd)
         self.rss = cheap.RssReader()
+        self.live = cheap.LiveCounts()
         self.ident = identity.Identity(forked_from)
+        self.dataset: Optional[workerdata.DatasetWatch] = None
         self.emit(self.ident.header(self.t0, forked_from))
         self.expensive = expensive.Expensive(self)
         self._thread = threading.Thread(target=self._loop, name="memprobe-agent", daemon=True)
@@ -74,8 +79,9 @@ class Agent:
 
     def close(self, reason: str) -> None:
         self._stop.set()
-        self.sample(None, time.monotonic())
-        # a last census and any open tracemalloc window: what outlived the run
+        # no sample and no census here: the program's own code has finished (its main()
+        # returned, its locals are gone), and a point taken now would say its memory fell.
+        # Only an open tracemalloc window is closed, for where the leak was allocated.
         self.collect("expensive", self.expensive.on_exit, self.steps, time.monotonic())
         self.emit({"k": wire.K_EXIT, "t": self.now(), "steps": self.steps, "reason": reason})
 
@@ -137,6 +143,7 @@ class Agent:
         if rss is not None:
             values[wire.RSS] = rss
         self.collect("py_blocks", cheap.python_blocks, values)
+        self.collect("live_counts", self.live.read, values)
         self.collect("cuda", cheap.cuda_signals, values)
         self.emit({"k": wire.K_SAMPLE, "t": now - self.t0, "step": step, "v": values})
 
@@ -161,6 +168,8 @@ class Agent:
                 else:
                     poll = min(self.idle_interval, 0.1)
                 self.ident.poll(self)
+                if self.ident.worker_id is not None and self.dataset is None:
+                    self.dataset = workerdata.DatasetWatch()
                 if self.relay is not None and self.relay.poll():
                     self.event(
                         "relay",
@@ -169,17 +178,24 @@ class Agent:
                 now = time.monotonic()
                 # time-based samples only while no steps come (none yet, or a long stall)
                 if (
-                    now - self.last_step_t > self.idle_interval
+                    now - self.last_step_t > self.stall_s
                     and now - self.last_bg_sample >= self.idle_interval
                 ):
                     self.last_bg_sample = now
                     self.sample(None, now)
+                    if self.dataset is not None:
+                        self._dataset_sample(now)
                     exp = self.expensive
                     if now >= exp.next_due:
                         self.collect("expensive", exp.on_tick, now)
             except Exception as e:  # noqa: BLE001
                 self.event("agent_error", f"background thread: {type(e).__name__}: {e}")
                 poll = max(poll, 1.0)
+
+    def _dataset_sample(self, now: float) -> None:
+        values = self.collect("dataset", self.dataset.poll) if self.dataset else None
+        if values:
+            self.emit({"k": wire.K_SAMPLE, "t": now - self.t0, "step": None, "v": values})
 
     def _try_register_hook(self) -> bool:
         """Register torch's global optimizer step post-hook once the target imported torch."""

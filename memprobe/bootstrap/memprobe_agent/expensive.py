@@ -27,10 +27,12 @@ from .tmwindow import TraceWindow
 MAX_WATCHED_TYPES = 12
 SUSPICIOUS_DELTA = 4  # items gained between two censuses that start a tracemalloc window
 TM_MIN_GAP_S = 30.0
-TICK_AFTER_S = 5.0  # a program without steps gets its first census after this long
-
-
-TICK_CENSUS_AFTER_S = 5.0  # no census from the background thread in the first seconds
+# A program without steps (an evaluation loop, a generation of an evolutionary search, a
+# script that only runs forward) gets censuses from the background thread: the first
+# after this long, a second TICK_SECOND_S later whatever the budget (a short run must see
+# a container grow), then on the budget.
+TICK_AFTER_S = 1.0
+TICK_SECOND_S = 2.0
 
 
 # Frame objects are made on demand by anything that looks at a stack (the agent's own
@@ -76,6 +78,7 @@ class Expensive:
         self.tracker = ContainerTracker()
         self.tm = TraceWindow(str(cfg.get("tracemalloc", "auto")))
         self.census_due = now + TICK_AFTER_S
+        self.tick_forced_at = now + TICK_AFTER_S + TICK_SECOND_S
         self.based = False
         self.poll_due = float("inf")
         self.tm_allowed = now
@@ -110,23 +113,28 @@ class Expensive:
         if self.agent.steps or not self.enabled:
             return
         # from this thread the main one runs alongside: not while it is still importing
-        if now - self.agent.t0 < TICK_CENSUS_AFTER_S or not self.imports.settled():
+        if now - self.agent.t0 < TICK_AFTER_S or not self.imports.settled():
             return
         if not self._lock.acquire(blocking=False):
             return
         try:
-            self._due(None, now, force=False)
+            force = self.seq == 1 and now >= self.tick_forced_at
+            self._due(None, now, force=force)
         finally:
             self._lock.release()
 
     def on_exit(self, step: int, now: float) -> None:
-        """A last census at exit (the state that outlived the run) and any open window."""
+        """Close an open tracemalloc window (where the leak was allocated). No census: the
+        program's own code has finished, and what it dropped on the way out is no leak."""
         if not self.enabled or not self._lock.acquire(blocking=False):
             return
         try:
             tm = self.tm.end(step, now) if self.tm.active else None
-            if tm is not None or now - self.last[0] >= 0.5:
-                self._census(step or None, now, tm)
+            if tm is not None:
+                t = now - self.agent.t0
+                self.agent.emit(
+                    {"k": wire.K_CENSUS, "t": t, "step": step or None, "v": {}, "tracemalloc": tm}
+                )
         finally:
             self._lock.release()
 
@@ -199,7 +207,10 @@ class Expensive:
             self.based = True
             self.prev_counts, self.tracker = {}, ContainerTracker()
             self.watched_types.clear()
-        res = census.take(self.max_objects, self.min_len, self.deadline_s)
+        res = census.take(
+            self.max_objects, self.min_len, self.deadline_s, frozenset(self.watched_types)
+        )
+        live = res.pop("live", {})
         v: Dict[str, float] = res["v"]
         payload: Dict[str, Any] = res["payload"]
         counts: Dict[str, int] = payload.pop("_counts")
@@ -238,6 +249,7 @@ class Expensive:
             }
         )
         self._say(payload)
+        self.agent.live.calibrate(live)
         if (
             self.tm.mode == "auto"
             and not self.tm.active
@@ -284,8 +296,14 @@ class Expensive:
             payload["graphs"]["holders"] = [{"holder": h, "nodes": n} for n, h, _ in big[:4]]
 
     def _types(self, counts: Dict[str, int], v: Dict[str, float], payload: Dict[str, Any]) -> None:
-        """``objects:<type>`` for the types that grow most (watched once seen: steady series)."""
+        """``objects:<type>`` for the types that grow most (watched once seen: steady series);
+        tensors, modules, arrays and figures have signals of their own (``tensors:count``...)."""
         prev = self.prev_counts
+        types = payload.get("types", {})
+        kind_types = {name for name, t in types.items() if isinstance(t, dict) and "kind" in t}
+        # autograd node wrappers: the graph signals count graphs, and the census' own reads
+        # of grad_fn make these wrappers (see graphs.py)
+        kind_types.update(graphs.node_type_names())
         growing: List[Dict[str, Any]] = []
         if prev:
             for name, n in counts.items():
@@ -294,6 +312,7 @@ class Expensive:
                     delta >= SUSPICIOUS_DELTA
                     and not name.startswith("memprobe_agent")
                     and name not in INTERPRETER_TYPES
+                    and name not in kind_types
                 ):
                     growing.append({"type": name, "count": n, "delta": delta})
             growing.sort(key=lambda g: -g["delta"])

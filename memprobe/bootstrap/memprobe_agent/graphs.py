@@ -40,6 +40,7 @@ MAX_NODES = 200_000
 MAX_LIVE_WRAPPERS = 2_000
 
 _node_types: Tuple[Optional[object], FrozenSet[type]] = (None, frozenset())
+_node_names: Tuple[FrozenSet[type], FrozenSet[str]] = (frozenset(), frozenset())
 
 
 def node_types() -> FrozenSet[type]:
@@ -62,6 +63,15 @@ def node_types() -> FrozenSet[type]:
             found = frozenset()
         _node_types = (mod, found)
     return _node_types[1]
+
+
+def node_type_names() -> FrozenSet[str]:
+    """The names the census gives those types (builtins: their bare names)."""
+    global _node_names
+    types = node_types()
+    if _node_names[0] is not types:
+        _node_names = (types, frozenset(t.__name__ for t in types))
+    return _node_names[1]
 
 
 class WrapBudget:

@@ -30,7 +30,11 @@ _SKIP = (
     types.CodeType,
     getattr(types, "CellType", types.FunctionType),
 )
-Step = Tuple[str, Any]  # ("key", k) | ("attr", name) | ("index", i) | ("dictof", None)
+# ("key", k) | ("attr", name) | ("index", i) | ("dictof", None) | ("closure", name)
+# | ("default", name) | ("genlocal", name) | ("classattr", name)
+Step = Tuple[str, Any]
+# steps that lead to the same object again later (positions in a sequence do not)
+FOLLOWABLE = frozenset(["key", "attr", "dictof", "closure", "default", "genlocal", "classattr"])
 
 
 def find_holders(objs: List[Any], deadline: float, exclude: Set[int]) -> List[Dict[str, Any]]:
@@ -68,6 +72,8 @@ def find_holders(objs: List[Any], deadline: float, exclude: Set[int]) -> List[Di
                         out[origin] = result(
                             name, ("module", name), [("key", _key_of(ref, child))] + steps, True
                         )
+                    elif type(ref) is types.GeneratorType:
+                        out[origin] = _generator_root(ref, child, steps)
                     elif type in mro(type(ref)):
                         out[origin] = result(type_name(ref), None, steps, True)
                     else:
@@ -84,14 +90,38 @@ def find_holders(objs: List[Any], deadline: float, exclude: Set[int]) -> List[Di
 
 
 def result(
-    root: str, origin: Optional[Tuple[str, str]], steps: List[Step], complete: bool
+    root: str, origin: Optional[Tuple[Any, ...]], steps: List[Step], complete: bool
 ) -> Dict[str, Any]:
-    """{"holder": text, "chain": parts, "path": module-rooted steps or None, "complete": bool}."""
+    """{"holder": text, "chain": parts, "path": rooted steps or None, "complete": bool}.
+
+    ``origin`` is ``("module", name)`` or ``("frame", code key, local name)``; the path
+    exists when every step can be followed again later (see ``resolve``).
+    """
     text, chain = _render(root, steps)
     path = None
-    if origin is not None and all(s[0] in ("key", "attr", "dictof") for s in steps):
+    if origin is not None and all(s[0] in FOLLOWABLE for s in steps):
         path = [list(origin)] + [[k, v] for k, v in steps]
     return {"holder": text, "chain": chain, "path": path, "complete": complete}
+
+
+def _generator_root(gen: Any, child: Any, steps: List[Step]) -> Dict[str, Any]:
+    """A suspended generator holds it in a local: named ``file:function:local`` like a
+    function's local, followed later from the generator itself."""
+    import os
+    import weakref
+
+    from . import frames
+
+    code = gen.gi_code
+    frame = gen.gi_frame
+    name = "?"
+    if frame is not None:
+        items = frames.local_items(frame, frames.generator_whose(gen))
+        name = next((k for k, v in items if v is child), "?")
+    res = result(f"{os.path.basename(code.co_filename)}:{code.co_name}:{name}", None, steps, True)
+    if name != "?" and all(s[0] in FOLLOWABLE for s in steps):
+        res["anchor"] = (weakref.ref(gen), [["genlocal", name]] + [list(s) for s in steps])
+    return res
 
 
 def _render(root: str, steps: List[Step]) -> Tuple[str, List[str]]:
@@ -102,8 +132,14 @@ def _render(root: str, steps: List[Step]) -> Tuple[str, List[str]]:
         if kind == "dictof":
             attr_next = True
             continue
-        if kind == "attr" or (kind == "key" and attr_next and isinstance(value, str)):
+        if kind == "attr" or kind == "classattr":
             part = f".{value}"
+        elif kind == "key" and attr_next and isinstance(value, str):
+            part = f".{value}"
+        elif kind in ("closure", "genlocal"):
+            part = f":{value}"  # a variable of the function, as file:function:local reads
+        elif kind == "default":
+            part = f"({value}=…)"
         elif kind == "index":
             part = f"[{value}]"
         else:
@@ -196,36 +232,75 @@ def instance_dict(obj: Any) -> Optional[Dict[str, Any]]:
     return None
 
 
-def resolve(path: List[List[Any]]) -> Any:
-    """Follow a module-rooted path of keys and attributes; None when it no longer leads anywhere."""
-    if not path or path[0][0] != "module":
+def resolve(path: List[List[Any]], frames_by_key: Optional[Dict[Any, Any]] = None) -> Any:
+    """Follow a module- or frame-rooted path; None when it no longer leads anywhere.
+
+    ``frames_by_key`` (code key -> running frame), when given, saves looking the
+    frames up again for every path of one poll.
+    """
+    if not path:
         return None
-    mod = sys.modules.get(path[0][1])
-    if type(mod) is not types.ModuleType:
-        return None
-    return follow(vars(mod), path[1:])
+    if path[0][0] == "module":
+        mod = sys.modules.get(path[0][1])
+        if type(mod) is not types.ModuleType:
+            return None
+        return follow(vars(mod), path[1:])
+    if path[0][0] == "frame" and len(path[0]) == 3:
+        from . import frames
+
+        key = tuple(path[0][1])
+        found = frames_by_key.get(key) if frames_by_key is not None else frames.find_frame(key)
+        if found is None:
+            return None
+        frame, whose = found
+        return follow(frames.read_local(frame, path[0][2], whose), path[1:])
+    return None
 
 
 def follow(obj: Any, steps: List[List[Any]]) -> Any:
-    """Follow keys and attributes (dict items and instance ``__dict__`` slots only) from obj."""
+    """Follow keys, attributes, closure cells, defaults, generator locals and class
+    attributes from obj (slots and C getters only: no target code runs)."""
     for kind, value in steps:
+        if obj is None:
+            return None
         if kind == "dictof":
             obj = instance_dict(obj)
-            if obj is None:
-                return None
-            continue
-        if kind == "attr":
+        elif kind == "attr":
             d = instance_dict(obj)
-            if d is None or value not in d:
-                return None
-            obj = d[value]
+            obj = d.get(value) if d is not None else None
         elif kind == "key" and type(obj) in CONTAINER_TYPES and type(obj) is not set:
             try:
                 obj = obj[value] if value in obj else None
             except Exception:  # noqa: BLE001
                 return None
-            if obj is None:
-                return None
+        elif kind in ("closure", "default") and type(obj) is types.FunctionType:
+            obj = _function_part(obj, kind, value)
+        elif kind == "genlocal" and type(obj) is types.GeneratorType:
+            from . import frames
+
+            frame = obj.gi_frame
+            whose = frames.generator_whose(obj)
+            obj = frames.read_local(frame, value, whose) if frame is not None else None
+        elif kind == "classattr" and type in mro(type(obj)):
+            obj = type_dict(obj).get(value)
         else:
             return None
     return obj
+
+
+def _function_part(fn: types.FunctionType, kind: str, name: Any) -> Any:
+    code = fn.__code__
+    if kind == "closure":
+        for var, cell in zip(code.co_freevars, fn.__closure__ or ()):
+            if var == name:
+                try:
+                    return cell.cell_contents
+                except ValueError:
+                    return None
+        return None
+    defaults = fn.__defaults__ or ()
+    params = code.co_varnames[code.co_argcount - len(defaults) : code.co_argcount]
+    for p, v in zip(params, defaults):
+        if p == name:
+            return v
+    return (fn.__kwdefaults__ or {}).get(name)

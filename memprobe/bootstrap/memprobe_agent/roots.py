@@ -1,15 +1,19 @@
 """Top-down holder search: a shallow walk from the roots a person recognises.
 
 Most leaking containers hang a few steps below a root: ``__main__.losses``,
-``__main__.trainer.actor_losses``, ``train.py:run_episode:history``,
+``__main__.trainer.actor_losses``, ``train.py:main:losses``,
 ``train.py:main:self.history``. Walking down from those roots finds them for
 the price of a few hundred dict lookups, where a referrer search scans the
 whole heap once per level. Whatever this walk misses goes to ``holders``.
 
 Order of preference: the target's own modules (``__main__`` first), then the
-function frames of every thread, then any other module's globals (one level).
-Values are reached through dict items, sequence items and instance
-``__dict__`` slots only: no ``getattr``, no property, no target code.
+function frames of the target's own code in every thread (outermost first:
+``main`` before the step function it calls; frames of installed libraries are
+never roots, a holder is named from the user's code), then any other module's
+globals (one level). Values are reached through dict items, sequence items,
+instance ``__dict__`` slots, closure cells and default arguments of functions,
+class attributes of the target's own classes and the locals of suspended
+generators: no ``getattr``, no property, no target code.
 """
 
 from __future__ import annotations
@@ -22,12 +26,12 @@ import types
 import weakref
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from .census import mro
-from .holders import Step, instance_dict, result
+from . import frames
+from .census import mro, type_dict
+from .holders import FOLLOWABLE, Step, instance_dict, result
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 USER_DEPTH = 3
-LIB_DEPTH = 1
 MAX_ITEMS = 2000  # items looked at per container on the way down
 MAX_NODES = 100_000
 _DICTS = (dict, collections.OrderedDict, collections.defaultdict)
@@ -41,7 +45,6 @@ _LEAVES = (
     complex,
     type(None),
     types.ModuleType,
-    types.FunctionType,
     types.BuiltinFunctionType,
     types.MethodType,
     types.CodeType,
@@ -70,6 +73,31 @@ def library_dirs() -> List[str]:
 _WEAKREF_OFFSET = type.__dict__["__weakrefoffset__"]
 _LIBS = library_dirs()
 _USER: Dict[str, bool] = {}  # module name -> the target's own code (not stdlib, not installed)
+_USER_FILE: Dict[str, bool] = {}  # co_filename -> the target's own code
+
+# (label, origin, first steps and values): where a walk starts
+Start = Tuple[str, Optional[Tuple[Any, ...]], List[Tuple[Step, Any]]]
+
+
+def is_user_file(filename: str) -> bool:
+    """Code the target wrote: not the agent, the standard library or an installed package
+    (``<stdin>``, ``<string>`` and notebook cells count as the user's)."""
+    known = _USER_FILE.get(filename)
+    if known is None:
+        if filename.startswith(_HERE):
+            known = False
+        elif filename.startswith("<"):
+            known = not filename.startswith("<frozen")
+        else:
+            path = os.path.abspath(filename)
+            known = not any(path.startswith(x + os.sep) for x in _LIBS)
+        _USER_FILE[filename] = known
+    return known
+
+
+def is_user_module(name: str) -> bool:
+    """A module of the target's own code (known once the walk has looked at it)."""
+    return bool(_USER.get(name))
 
 
 def search(targets: Set[int], deadline: float) -> Dict[int, Dict[str, Any]]:
@@ -80,12 +108,13 @@ def search(targets: Set[int], deadline: float) -> Dict[int, Dict[str, Any]]:
     seen: Set[int] = set()
     budget = [MAX_NODES]
     user_mods, lib_mods = _modules(_LIBS)
-    for name, d in user_mods:
-        _walk(name, ("module", name), d, USER_DEPTH, targets, found, seen, budget, deadline)
-        if len(found) == len(targets):
-            return found
-    for label, local_items in _frames():
-        _walk_items(label, None, local_items, USER_DEPTH, targets, found, seen, budget, deadline)
+    starts: List[Start] = [
+        (name, ("module", name), [(("key", k), v) for k, v in _dict_items(d)])
+        for name, d in user_mods
+    ]
+    starts.extend(_frames())
+    for label, origin, items in starts:
+        _walk_items(label, origin, items, USER_DEPTH, targets, found, seen, budget, deadline)
         if len(found) == len(targets):
             return found
     # other modules' globals, one level: compare ids in C, build no item lists
@@ -124,53 +153,25 @@ def _modules(libs: List[str]) -> Tuple[List[Tuple[str, Any]], List[Tuple[str, An
     return user, lib
 
 
-def _frames() -> List[Tuple[str, List[Tuple[Any, Any]]]]:
-    """Function frames of every thread, innermost first, with their locals.
-
-    On Python < 3.13 reading ``f_locals`` refreshes a snapshot dict kept on the
-    frame; it holds the locals as they are now until the next refresh, no longer.
-    """
-    out: List[Tuple[str, List[Tuple[Any, Any]]]] = []
-    try:
-        frames = list(sys._current_frames().values())
-    except Exception:  # noqa: BLE001
-        return out
-    for frame in frames:
-        f: Optional[types.FrameType] = frame
-        depth = 0
-        while f is not None and depth < 100:
+def _frames() -> List[Start]:
+    """The target's own function frames in every thread, outermost first, with their locals
+    (read through ``frames.local_items``: nothing is left referenced by the frame)."""
+    out: List[Start] = []
+    for whose, stack in frames.thread_stacks():
+        mine = [f for f in stack if is_user_file(f.f_code.co_filename)]
+        for f in reversed(mine):  # outermost first: main() before the step it calls
             code = f.f_code
-            if not code.co_filename.startswith(_HERE) and code.co_name != "<module>":
-                try:
-                    local_items = list(f.f_locals.items())
-                except Exception:  # noqa: BLE001
-                    local_items = []
-                label = f"{os.path.basename(code.co_filename)}:{code.co_name}"
-                out.append((label, [(("local", k), v) for k, v in local_items]))
-            f = f.f_back
-            depth += 1
+            label = f"{os.path.basename(code.co_filename)}:{code.co_name}"
+            origin = ("frame", frames.code_key(code))
+            items = frames.local_items(f, whose)
+            out.append((label, origin, [(("local", k), v) for k, v in items]))
     return out
-
-
-def _walk(
-    label: str,
-    origin: Optional[Tuple[str, str]],
-    d: Any,
-    depth: int,
-    targets: Set[int],
-    found: Dict[int, Dict[str, Any]],
-    seen: Set[int],
-    budget: List[int],
-    deadline: float,
-) -> None:
-    items = [(("key", k), v) for k, v in _dict_items(d)]
-    _walk_items(label, origin, items, depth, targets, found, seen, budget, deadline)
 
 
 def _walk_items(
     label: str,
-    origin: Optional[Tuple[str, str]],
-    items: List[Tuple[Any, Any]],
+    origin: Optional[Tuple[Any, ...]],
+    items: List[Tuple[Step, Any]],
     depth: int,
     targets: Set[int],
     found: Dict[int, Dict[str, Any]],
@@ -180,12 +181,7 @@ def _walk_items(
 ) -> None:
     # (value, steps from the root, anchor): the anchor is the last weak-referenceable object
     # on the way and how many steps lead to it; from it the path can be followed later
-    level: List[Tuple[Any, List[Step], Any]] = []
-    for step, value in items:
-        if step[0] == "local":  # a frame local starts the path: file:function:name
-            level.append((value, [("root", step[1])], None))
-        else:
-            level.append((value, [step], None))
+    level: List[Tuple[Any, List[Step], Any]] = [(value, [step], None) for step, value in items]
     for d in range(depth):
         nxt: List[Tuple[Any, List[Step], Any]] = []
         for value, steps, anchor in level:
@@ -199,7 +195,7 @@ def _walk_items(
             seen.add(vid)
             budget[0] -= 1
             kids = _children(value)
-            if kids and kids[0][0][0] == "attr" and _weakrefable(value):
+            if kids and kids[0][0][0] in FOLLOWABLE and _weakrefable(value):
                 anchor = (value, len(steps))
             nxt.extend((child, steps + [step], anchor) for step, child in kids)
         if not nxt or time.perf_counter() > deadline:
@@ -208,17 +204,20 @@ def _walk_items(
 
 
 def _found(
-    label: str, origin: Optional[Tuple[str, str]], steps: List[Step], anchor: Any
+    label: str, origin: Optional[Tuple[Any, ...]], steps: List[Step], anchor: Any
 ) -> Dict[str, Any]:
     root = label
     skip = 0
-    if steps and steps[0][0] == "root":
-        root, steps, skip = f"{label}:{steps[0][1]}", steps[1:], 1
+    if steps and steps[0][0] == "local":  # a frame local starts the path: file:function:name
+        root, skip = f"{label}:{steps[0][1]}", 1
+        origin = (*origin, steps[0][1]) if origin is not None else None
+        steps = steps[1:]
     res = result(root, origin, steps, True)
-    if res["path"] is None and anchor is not None:
+    if anchor is not None:
         obj, at = anchor
         rest = steps[at - skip :]
-        if all(s[0] in ("key", "attr") for s in rest):
+        if at >= skip and all(s[0] in FOLLOWABLE for s in rest):
+            # followed from the object, not the root: cheaper, and it outlives nothing
             res["anchor"] = (weakref.ref(obj), [list(s) for s in rest])
     return res
 
@@ -232,7 +231,7 @@ def _weakrefable(value: Any) -> bool:
 
 def _children(value: Any) -> List[Tuple[Step, Any]]:
     cls = type(value)
-    if cls in _LEAVES or type in mro(cls):
+    if cls in _LEAVES:
         return []
     if cls in _DICTS:
         return [(("key", k), v) for k, v in _dict_items(value)]
@@ -241,10 +240,49 @@ def _children(value: Any) -> List[Tuple[Step, Any]]:
             return [(("index", i), v) for i, v in enumerate(list(value)[:MAX_ITEMS])]
         except Exception:  # noqa: BLE001
             return []
+    if cls is types.FunctionType:
+        return function_children(value)
+    if cls is types.GeneratorType:
+        frame = value.gi_frame
+        if frame is None:
+            return []
+        items = frames.local_items(frame, frames.generator_whose(value))
+        return [(("genlocal", k), v) for k, v in items]
+    if type in mro(cls):
+        return _class_children(value)
     d = instance_dict(value)
     if d is None:
         return []
     return [(("attr", k), v) for k, v in _dict_items(d)]
+
+
+def function_children(fn: types.FunctionType) -> List[Tuple[Step, Any]]:
+    """A function's closure cells (by the variable's name) and its default arguments."""
+    out: List[Tuple[Step, Any]] = []
+    code = fn.__code__
+    for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+        try:
+            out.append((("closure", name), cell.cell_contents))
+        except ValueError:  # an empty cell
+            continue
+    defaults = fn.__defaults__ or ()
+    params = code.co_varnames[code.co_argcount - len(defaults) : code.co_argcount]
+    out.extend((("default", p), v) for p, v in zip(params, defaults))
+    out.extend((("default", k), v) for k, v in (fn.__kwdefaults__ or {}).items())
+    return out
+
+
+def _class_children(cls: Any) -> List[Tuple[Step, Any]]:
+    """Class attributes of the target's own classes (``Tracker.records = []``)."""
+    ns = type_dict(cls)
+    module = ns.get("__module__") if hasattr(ns, "get") else None
+    if not isinstance(module, str) or not (module == "__main__" or _USER.get(module)):
+        return []
+    return [
+        (("classattr", k), v)
+        for k, v in _dict_items(ns)
+        if isinstance(k, str) and not (k.startswith("__") and k.endswith("__"))
+    ]
 
 
 def _dict_items(d: Any) -> List[Tuple[Any, Any]]:

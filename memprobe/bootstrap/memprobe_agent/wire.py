@@ -56,7 +56,7 @@ ROLE_CHILD = "child"
 DEFAULT_CONFIG: Dict[str, Any] = {
     "run_dir": None,
     "sample_interval_s": 0.1,  # minimum spacing of cheap samples at step boundaries
-    "idle_interval_s": 0.5,  # background sampling when there are no steps
+    "idle_interval_s": 0.1,  # background sampling when there are no steps
     "overhead_budget": 0.03,  # fraction of wall time the expensive collectors may use
     "census": True,
     "tracemalloc": "auto",  # "auto" | "always" | "off"

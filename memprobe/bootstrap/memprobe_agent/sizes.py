@@ -1,0 +1,182 @@
+"""How many bytes an object holds: bounded, sampled, each tensor/array storage counted once.
+
+Used for a growing container's items (what a leak holds now) and for
+``memprobe.watch``. Cost is bounded whatever the object's size: a container of
+more than ``SAMPLE`` items is measured on ``SAMPLE`` items spread evenly over it
+and scaled up, the walk goes ``MAX_DEPTH`` levels down and visits at most
+``MAX_VISITS`` objects (then ``exact`` is False). Only ``type()``, C getters and
+builtin ``__sizeof__`` are used: a user class' own ``__sizeof__`` never runs.
+
+What is counted: the Python objects (builtin containers, strings, numbers,
+instance ``__dict__``s), each tensor's storage extent (by device and base
+address, so views and a tensor shared by many items count once) and each NumPy
+array's buffer (its base array once). Not counted, because Python cannot see
+it: what an autograd graph saves in C++ (see graphs.py).
+"""
+
+from __future__ import annotations
+
+import collections
+import sys
+from typing import Any, Dict, List, Optional, Set, Tuple
+
+from .census import mro
+from .holders import instance_dict
+
+SAMPLE = 32
+MAX_DEPTH = 5
+MAX_VISITS = 4000
+_GC_HEADER = 16
+_BASICSIZE = type.__dict__["__basicsize__"]
+_ATOMS = (int, float, complex, bool, str, bytes, bytearray, type(None))
+_SEQS = (list, tuple, collections.deque, set, frozenset)
+_DICTS = (dict, collections.OrderedDict, collections.defaultdict)
+
+
+class _Walk:
+    def __init__(self, max_visits: int) -> None:
+        self.seen: Set[int] = set()
+        self.storages: Dict[Tuple[str, int], int] = {}
+        self.arrays: Set[int] = set()
+        self.visits = 0
+        self.max_visits = max_visits
+        self.exact = True
+        self.kinds = _kinds()
+
+    def size(self, obj: Any, depth: int) -> float:
+        key = id(obj)
+        if key in self.seen:
+            return 0.0
+        self.seen.add(key)
+        self.visits += 1
+        if self.visits > self.max_visits or depth > MAX_DEPTH:
+            self.exact = False
+            return 0.0
+        cls = type(obj)
+        kind = self.kinds.get(cls)
+        if kind is None and cls not in _ATOMS and cls not in _SEQS and cls not in _DICTS:
+            kind = _kind_by_mro(cls, self.kinds)
+        if kind == "tensor":
+            return float(self._tensor(obj))
+        if kind == "ndarray":
+            return float(self._array(obj))
+        if cls in _ATOMS:
+            return float(sys.getsizeof(obj))
+        if cls in _SEQS:
+            try:
+                items = list(obj)
+            except Exception:  # noqa: BLE001 - changed under us
+                return float(sys.getsizeof(obj))
+            return sys.getsizeof(obj) + self._items(items, depth)
+        if cls in _DICTS:
+            try:
+                items = [v for kv in obj.items() for v in kv]
+            except Exception:  # noqa: BLE001
+                return float(sys.getsizeof(obj))
+            return sys.getsizeof(obj) + self._items(items, depth)
+        try:
+            base = _BASICSIZE.__get__(cls, type)
+        except Exception:  # noqa: BLE001
+            base = 0
+        total = float(base + _GC_HEADER)
+        d = instance_dict(obj)
+        if d is not None:
+            total += sys.getsizeof(d) + self._items(list(d.values()), depth)
+        return total
+
+    def _items(self, items: List[Any], depth: int) -> float:
+        n = len(items)
+        if n <= SAMPLE:
+            return sum(self.size(i, depth + 1) for i in items)
+        self.exact = False
+        step = n / SAMPLE
+        picked = [items[int(k * step)] for k in range(SAMPLE)]
+        return sum(self.size(i, depth + 1) for i in picked) * (n / SAMPLE)
+
+    def _tensor(self, t: Any) -> int:
+        ext = tensor_extent(t)
+        if ext is None:
+            return 0
+        key, nbytes = ext
+        old = self.storages.get(key, 0)
+        if nbytes <= old:
+            return 0
+        self.storages[key] = nbytes
+        return nbytes - old
+
+    def _array(self, a: Any) -> int:
+        root = a
+        for _ in range(8):  # a view's bytes are its base array's, counted once
+            base = root.base
+            if base is None or type(base) is not type(root):
+                break
+            root = base
+        if id(root) in self.arrays:
+            return 0
+        self.arrays.add(id(root))
+        try:
+            return int(root.nbytes)
+        except Exception:  # noqa: BLE001
+            return 0
+
+
+def deep_size(obj: Any, max_visits: int = MAX_VISITS) -> Tuple[int, bool]:
+    """(bytes, exact): what ``obj`` holds, estimated from a sample where it is large."""
+    walk = _Walk(max_visits)
+    with torch_function_off():
+        total = walk.size(obj, 0)
+    return int(total), walk.exact
+
+
+class torch_function_off:
+    """Tensor subclasses' ``__torch_function__`` off while their getters are read."""
+
+    def __init__(self) -> None:
+        torch = sys.modules.get("torch")
+        c = torch.__dict__.get("_C") if torch is not None else None
+        ctx = getattr(c, "DisableTorchFunctionSubclass", None) if c is not None else None
+        self._ctx = ctx() if ctx is not None else None
+
+    def __enter__(self) -> None:
+        if self._ctx is not None:
+            self._ctx.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._ctx is not None:
+            self._ctx.__exit__(*exc)
+
+
+def tensor_extent(t: Any) -> Optional[Tuple[Tuple[str, int], int]]:
+    """((device, storage base address), bytes this view reaches) from C getters only:
+    ``t.untyped_storage()`` would pin a Python object to the storage for good."""
+    try:
+        if t.is_sparse or t.numel() == 0:
+            return None
+        size = t.element_size()
+        off = t.storage_offset()
+        reach = off + 1 + sum((n - 1) * st for n, st in zip(t.shape, t.stride()))
+        return (str(t.device), t.data_ptr() - off * size), reach * size
+    except Exception:  # noqa: BLE001 - meta, sparse, exotic subclasses
+        return None
+
+
+def _kinds() -> Dict[type, str]:
+    out: Dict[type, str] = {}
+    torch = sys.modules.get("torch")
+    tensor = torch.__dict__.get("Tensor") if torch is not None else None
+    if isinstance(tensor, type):
+        out[tensor] = "tensor"
+    np = sys.modules.get("numpy")
+    ndarray = np.__dict__.get("ndarray") if np is not None else None
+    if isinstance(ndarray, type):
+        out[ndarray] = "ndarray"
+    return out
+
+
+def _kind_by_mro(cls: type, kinds: Dict[type, str]) -> Optional[str]:
+    for base in mro(cls):
+        kind = kinds.get(base)
+        if kind is not None:
+            kinds[cls] = kind
+            return kind
+    return None
