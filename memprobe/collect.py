@@ -438,6 +438,7 @@ def _typed_header(msg: Dict[str, Any]) -> Dict[str, Any]:
     for key, typ in _HEADER_TYPES.items():
         v = out.get(key)
         if v is None:
+            out.pop(key, None)  # a null stands for nothing: readers fall back to their default
             continue
         if typ is float and isinstance(v, int) and not isinstance(v, bool):
             out[key] = v = _num(v)

@@ -86,6 +86,25 @@ def _level_shift(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return (x >= at).astype(float)
 
 
+def _long_warmup(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    # a warm-up still under way for much of the run: decelerating, never a straight rise
+    tau = rng.uniform(len(x) / 6, len(x) / 2.5)
+    return 1.0 - np.exp(-x / tau)
+
+
+def _late_plateau(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    stop = rng.uniform(0.5, 0.62) * len(x)  # a cache that filled in the second half
+    return np.minimum(x, stop) / stop
+
+
+def _ar1(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    # strongly autocorrelated, driftless noise: long excursions that are no trend
+    out = np.zeros_like(x)
+    for i in range(1, len(x)):
+        out[i] = 0.97 * out[i - 1] + rng.normal(0.0, 0.25)
+    return out
+
+
 NO_LEAK_FAMILIES: Dict[str, Shape] = {
     "flat noise": _flat,
     "warm-up then flat": _warmup,
@@ -95,6 +114,9 @@ NO_LEAK_FAMILIES: Dict[str, Shape] = {
     "random walk": _random_walk,
     "heavy-tailed spikes": _spikes,
     "level shift": _level_shift,
+    "long warm-up": _long_warmup,
+    "late plateau": _late_plateau,
+    "AR(1), rho 0.97": _ar1,
 }
 
 
@@ -242,12 +264,35 @@ def _leak_family(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
     if kind == "leak with heavy spikes":
         spikes = (rng.random(n) < 0.05) * rng.pareto(1.5, n) * 20e6
         return 300e6 + 50e3 * x + noise + spikes
+    if kind == "convex":  # a leak that speeds up: 10 KiB/step at first, ~90 KiB/step at the end
+        return 300e6 + 10e3 * x + 200.0 * x**2 + rng.normal(0.0, 50e3, n)
+    if kind == "allocator staircase":
+        # RSS as the allocator shows a +24 KiB/step leak: whole pages, and an arena of
+        # 1-2 MiB taken every 40-80 steps, with a little jitter (the held-out runs' shape)
+        used = 24e3 * x
+        arena = np.zeros(n)
+        at, size = 0.0, 0.0
+        while at < n:
+            size += rng.uniform(1.0, 2.0) * 2**20
+            nxt = at + rng.uniform(40.0, 80.0)
+            arena[int(at) : int(min(n, nxt))] = size
+            at = nxt
+        rss = np.maximum(arena, np.ceil(used / 4096.0) * 4096.0)
+        return 300e6 + rss + rng.normal(0.0, 8e3, n)
     raise AssertionError(kind)
 
 
-@pytest.mark.parametrize(
-    "kind", ["sawtooth, rising floor", "staircase", "warm-up then leak", "leak with heavy spikes"]
-)
+LEAK_KINDS = [
+    "sawtooth, rising floor",
+    "staircase",
+    "warm-up then leak",
+    "leak with heavy spikes",
+    "convex",
+    "allocator staircase",
+]
+
+
+@pytest.mark.parametrize("kind", LEAK_KINDS)
 def test_leak_families_are_detected(kind: str) -> None:
     # GIVEN 200 samples of a leak that is not a clean line
     # WHEN judged as one of 20 signals
@@ -255,9 +300,10 @@ def test_leak_families_are_detected(kind: str) -> None:
     rng = np.random.default_rng(7)
     hits = 0
     trials = 40
+    n = 400 if kind == "allocator staircase" else 200  # arenas come every 40-80 steps
     for _ in range(trials):
-        y = _leak_family(kind, 200, rng)
-        v = judge_series(np.arange(200.0), y, "bytes", n_tests=20)
+        y = _leak_family(kind, n, rng)
+        v = judge_series(np.arange(float(n)), y, "bytes", n_tests=20)
         hits += v.verdict == "leak"
     print(f"\n{kind}: detected in {hits}/{trials}")
     assert hits >= 0.9 * trials
@@ -276,3 +322,14 @@ def test_per_signal_false_alarms_on_random_walks() -> None:
     rate = calls.count("leak") / len(calls)
     print(f"\nrandom walks judged alone: {rate:.1%} leak")
     assert rate < 0.01
+
+
+def test_a_fast_leak_without_steps_is_a_leak_within_seconds() -> None:
+    # GIVEN a loop without steps sampled every 0.1 s whose RSS grows 50 MB/s in noise
+    rng = np.random.default_rng(3)
+    t = np.arange(0.0, 4.0, 0.1)
+    rss = 300e6 + 50e6 * t + rng.normal(0.0, 2e6, len(t))
+    # WHEN judged on the time axis after 4 s, as one of 20 signals
+    v = judge_series(t, rss, "bytes", axis="time", n_tests=20)
+    # THEN it is a leak already
+    assert v.verdict == "leak", v.reason

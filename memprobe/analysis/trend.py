@@ -193,3 +193,63 @@ def rise_over_band(x: Array, y: Array, slope: float, blocks: int = BAND_BLOCKS) 
     if band <= 0.0:
         return math.inf if rise > 0 else 0.0
     return rise / band
+
+
+STEADY_BLOCKS = 16
+STEADY_MIN_BLOCKS = 12
+STEADY_MIN_UPS = 5  # blocks that rise: several separate rises, not one level shift
+STEADY_UP_FRACTION = 0.3  # an allocator's staircase rises in a third of the blocks
+STEADY_DIP = 0.01  # a block median may dip below the one before by 1 % of the rise
+STEADY_KEEPS_PACE = 0.4  # the second half rises at least this share of the first half's rise
+STEADY_END_SLOPE = 0.35  # a quadratic's slope at the end, at least this share of its start
+
+
+def steady_rise(x: Array, y: Array) -> Optional[float]:
+    """One-sided p-value-like figure when the series rises steadily, else None.
+
+    The window is cut into up to ``STEADY_BLOCKS`` equal-width blocks (at least 3
+    points each). Steady growth - a line, a staircase of allocator arenas, a convex
+    curve - has block medians that never fall (beyond ``STEADY_DIP`` of the rise),
+    rise in most blocks, and keep their pace: the second half rises at least
+    ``STEADY_KEEPS_PACE`` of what the first half did (a warm-up decelerates). These
+    shapes fail the Mann-Kendall test corrected for autocorrelation (their residuals
+    from a straight line are one long wave) and the noise band (the wave is the
+    band), though a person sees the growth at once. At least ``STEADY_MIN_UPS``
+    blocks must rise: one jump is a level shift, several with no fall a staircase.
+    Under a driftless random walk or any stationary noise, block-to-block increments
+    are as likely down as up, so
+    ``k - 1`` increments none of which falls happen with probability ~2^-(k-1): that
+    figure is returned, for the caller's false-alarm budget.
+    """
+    n = len(x)
+    k = min(STEADY_BLOCKS, n // 3)
+    if k < STEADY_MIN_BLOCKS or float(x[-1] - x[0]) <= 0:
+        return None
+    edges = np.linspace(float(x[0]), float(x[-1]), k + 1)
+    which = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, k - 1)
+    meds = [float(np.median(y[which == b])) for b in range(k) if np.any(which == b)]
+    if len(meds) < STEADY_MIN_BLOCKS:
+        return None
+    m = np.asarray(meds)
+    rise = float(m[-1] - m[0])
+    if rise <= 0:
+        return None
+    d = np.diff(m)
+    dip = STEADY_DIP * rise
+    if np.any(d < -dip):
+        return None
+    ups = int(np.sum(d > dip))
+    if ups < max(STEADY_MIN_UPS, STEADY_UP_FRACTION * len(d)):
+        return None
+    half = len(m) // 2
+    first, second = float(m[half] - m[0]), float(m[-1] - m[half])
+    if second < STEADY_KEEPS_PACE * first:
+        return None
+    # the same on a smooth fit: a quadratic through the block medians, its slope at the
+    # end against its slope at the start (a warm-up's approach decelerates all along)
+    c = np.arange(len(m), dtype=np.float64)
+    q, b, _ = np.polyfit(c, m, 2)
+    start, end = float(b), float(b + 2.0 * q * c[-1])
+    if end <= 0 or end < STEADY_END_SLOPE * max(start, 0.0):
+        return None
+    return float(0.5 ** len(d))

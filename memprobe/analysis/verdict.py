@@ -22,6 +22,7 @@ from memprobe.analysis.trend import (
     growth_stopped,
     rise_over_band,
     sawtooth_floor,
+    steady_rise,
 )
 from memprobe.analysis.warmup import detect_warmup
 from memprobe.analysis.wording import (
@@ -182,7 +183,7 @@ def judge_series(
     # absorbed them first) show there.
     th = tw[half:] if tw is not None else None
     recent = _judge_window(
-        xw[half:], yw[half:], th, options, alpha, base, signal, n_tests * 2, False
+        xw[half:], yw[half:], th, options, alpha, base, signal, n_tests * 2, False, steady=False
     )
     if recent.verdict == LEAK:
         return replace(recent, warmup_end_x=float(xw[half]), reason=recent.reason + " lately")
@@ -212,7 +213,10 @@ def _judge_window(
     signal: str,
     n_tests: int,
     floor: bool,
+    steady: bool = True,
 ) -> SignalVerdict:
+    """Judge one window. ``steady``: also accept a steady rise (``trend.steady_rise``), on
+    the whole window only: on the recent half, the tail of a long warm-up looks steady."""
     axis, unit, fam = base["axis"], base["unit"], base["family"]
     word = "steps" if axis == "step" else "seconds"
     span = float(xw[-1] - xw[0])
@@ -247,6 +251,11 @@ def _judge_window(
     )
     fmt = fmt_rate(unit, word)
     clear = significant and rise_over_band(xj, yj, tr.slope) >= options.min_rise_over_band
+    steady_p = None if clear or tr.slope < thr or not steady else steady_rise(xj, yj)
+    if steady_p is not None and steady_p < alpha:
+        # a staircase or convex rise that the line-and-noise tests cannot see as clear
+        clear = True
+        common["p_value"] = min(tr.p_value, steady_p)
     if clear and tr.slope >= thr:
         limit = options.plateau_ratio * tr.slope
         if growth_stopped(xj, yj, limit, options.max_points):
@@ -257,8 +266,10 @@ def _judge_window(
                 plateau=True,
                 **common,
             )
-        conf = max(0.0, min(1.0, 1.0 - tr.p_value * max(1, n_tests)))
+        conf = max(0.0, min(1.0, 1.0 - float(common["p_value"]) * max(1, n_tests)))
         what = "floor of a sawtooth rises" if floor else "grows"
+        if steady_p is not None:
+            what = "grows steadily"
         return SignalVerdict(LEAK, reason=f"{what} {fmt(tr.slope)}", confidence=conf, **common)
     se = standard_error(tr, z_crit)
     growing = bool(common["growing"])
