@@ -160,6 +160,11 @@ class Finding:
     fix_hint: Optional[str] = None
     evidence: Dict[str, Any] = field(default_factory=dict)
     kind: str = "leak"  # "leak" | "fragmentation" | ... (what the finding says)
+    # every signal that grows with this culprit, the leading one (``signal``) first
+    signals: List[str] = field(default_factory=list)
+    # what the culprit holds now, and when the projected limit is reached (bytes)
+    retained_bytes: Optional[float] = None
+    retained_bytes_at_oom: Optional[float] = None
 
     @staticmethod
     def from_json(d: Any) -> Finding:
@@ -181,6 +186,9 @@ class Finding:
             fix_hint=_opt_str(d.get("fix_hint")),
             evidence=d.get("evidence") if isinstance(d.get("evidence"), dict) else {},
             kind=str(d.get("kind", "leak")),
+            signals=[x for x in _str_list(d.get("signals")) if x],
+            retained_bytes=_opt_float(d.get("retained_bytes")),
+            retained_bytes_at_oom=_opt_float(d.get("retained_bytes_at_oom")),
         )
 
 

@@ -161,9 +161,10 @@ def _memory_leaks(record: Record, pid: int) -> Dict[str, Record]:
 def _leaks(record: Record, pid: int) -> Dict[str, Record]:
     """signal -> leak finding, for one process."""
     return {
-        f["signal"]: f
+        signal: f
         for f in record["findings"]
         if f["pid"] == pid and f["verdict"] == "leak" and f.get("kind", "leak") == "leak"
+        for signal in (f.get("signals") or [f["signal"]])  # one finding per culprit
     }
 
 

@@ -57,6 +57,7 @@ class Container:
     chain: List[str] = field(default_factory=list)
     complete: bool = True
     scalar: bool = False
+    bytes: Optional[float] = None  # what its items held at the last census (agent's sizes)
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ class Profile:
     xs: List[float]
     containers: List[Container]
     windows: List[Dict[str, Any]]
+    per: str = "step"  # what rates are per: "step", or "second" when censuses have no steps
 
     @property
     def n(self) -> int:
@@ -117,6 +119,26 @@ class Profile:
         """Growth per step (per second without steps), first census to the peak."""
         growth, span = self._peak(name)
         return growth / span if span > 0 else 0.0
+
+    def carried(self) -> List[Dict[str, Any]]:
+        """Named tensors whose graph from an earlier census was still alive at a later one
+        (the agent's ``graphs.carried``), best first: the ones no other carried holder
+        keeps (``below``), kept longest, accumulators before a step's own values."""
+        best: Dict[str, Dict[str, Any]] = {}
+        below = set()
+        for entry in self.entries:
+            for c in _list(_get(entry, "graphs", "carried")):
+                if not isinstance(c, dict) or not isinstance(c.get("holder"), str):
+                    continue
+                holder = c["holder"]
+                if isinstance(c.get("below"), str):
+                    below.add(holder)
+                kept = _num(c.get("kept")) or 0.0
+                if kept >= best.get(holder, {}).get("kept", 0.0):
+                    node = c.get("node") if isinstance(c.get("node"), str) else None
+                    best[holder] = {"holder": holder, "kept": kept, "node": node}
+        out = [b for h, b in best.items() if h not in below]
+        return sorted(out, key=lambda b: (-b["kept"], _step_value(b["node"]), len(b["holder"])))
 
     def last(self, section: str, key: str) -> Any:
         for entry in reversed(self.entries):
@@ -210,6 +232,15 @@ class Profile:
         return best[0], best[1][1]
 
 
+# root nodes of a step's own values (its loss, a mean of it, a layer's output): what an
+# accumulator or a recurrent state carries along, rarely the state itself
+_STEP_VALUE_NODES = ("Loss", "Mean", "Sum", "Squeeze", "Addmm", "Mm", "View", "Softmax")
+
+
+def _step_value(node: Optional[str]) -> bool:
+    return node is not None and any(k in node for k in _STEP_VALUE_NODES)
+
+
 def build_profile(census: Sequence[Any]) -> Profile:
     """Profile of one process from its census list (``Process.census``)."""
     full = [c for c in census if isinstance(c, dict) and isinstance(c.get("types"), dict)]
@@ -222,17 +253,26 @@ def build_profile(census: Sequence[Any]) -> Profile:
         for c in census
         if isinstance(c, dict) and isinstance(c.get("tracemalloc"), dict)
     ]
-    return Profile(entries=entries, xs=xs, containers=_containers(entries, xs), windows=windows)
+    return Profile(
+        entries=entries,
+        xs=xs,
+        containers=_containers(entries, xs),
+        windows=windows,
+        per="step" if axis_step else "second",
+    )
 
 
 def _containers(entries: List[Dict[str, Any]], xs: List[float]) -> List[Container]:
     """Each holder's growth from the census before it was first seen to its last census."""
     first_seen: Dict[str, int] = {}
     last: Dict[str, Tuple[int, Dict[str, Any]]] = {}  # the census where it was longest
+    last_box_bytes: Dict[str, Any] = {}  # the latest size of its items
     for i, entry in enumerate(entries):
         for box in _list(entry.get("containers")):
             if isinstance(box, dict) and isinstance(box.get("holder"), str):
                 first_seen.setdefault(box["holder"], i)
+                if _num(box.get("bytes")) is not None:
+                    last_box_bytes[box["holder"]] = box.get("bytes")
                 old = last.get(box["holder"])
                 if old is None or (_num(box.get("len")) or 0) >= (_num(old[1].get("len")) or 0):
                     last[box["holder"]] = (i, box)
@@ -260,6 +300,7 @@ def _containers(entries: List[Dict[str, Any]], xs: List[float]) -> List[Containe
                 chain=chain,
                 complete=bool(box.get("complete", True)),
                 scalar=bool(box.get("scalar", False)),
+                bytes=_num(last_box_bytes.get(holder)),
             )
         )
     return out

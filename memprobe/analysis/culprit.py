@@ -11,6 +11,7 @@ NumPy temporaries kept. Non-leak findings pass through untouched.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -85,11 +86,12 @@ def attribute(record: RunRecord, findings: List[Finding]) -> List[Finding]:
             out.append(f)
             continue
         explanation = c.sentence + (" " + f.explanation if f.explanation else "")
+        parts = {"culprit_sentence": c.sentence, "signal_sentence": f.explanation}
         out.append(
             dataclasses.replace(
                 f,
                 culprit=c.as_dict(),
-                evidence={**c.evidence, **f.evidence},
+                evidence={**c.evidence, **f.evidence, **parts},
                 fix_hint=c.fix_hint or f.fix_hint,
                 explanation=explanation,
             )
@@ -174,10 +176,13 @@ def _graphs(prof: Profile) -> Optional[Culprit]:
             "graph carried across steps",
             HINT_CARRIED if accumulating else HINT_DETACH,
             f"{who} is carried across steps and built from each step's tensors: it "
-            f"holds one autograd graph that gains {largest:.3g} nodes per step.",
+            f"holds one autograd graph that gains {largest:.3g} nodes per {prof.per}.",
             ev,
             None,
         )
+    carried = prof.carried()
+    if carried and prof.container_of(TENSOR) is None:
+        return _carried(prof, carried[0], carried[1:])
     if max(roots, grad) > 0.05 and (
         prof.growth("graph:roots") >= 4 or prof.growth("tensors:grad_fn_count") >= 4
     ):
@@ -189,17 +194,17 @@ def _graphs(prof: Profile) -> Optional[Culprit]:
         ):
             return None  # one jump between two censuses: a step's graphs, not a leak
         if box is not None:
-            who = f"`{box.holder}` (a {box.type}) gains {rate:.3g} torch.Tensor per step"
+            who = f"`{box.holder}` (a {box.type}) gains {rate:.3g} torch.Tensor per {prof.per}"
         else:  # the tensors sit inside the items of a growing container (transitions, records)
             box = prof.top_container()
             elem = box.elem_types[0] if box and box.elem_types else "item"
             who = (
                 (
-                    f"`{box.holder}` (a {box.type}) gains {box.per_step:.3g} {elem} per step, "
-                    f"holding {rate:.3g} torch.Tensor per step"
+                    f"`{box.holder}` (a {box.type}) gains {box.per_step:.3g} {elem} "
+                    f"per {prof.per}, holding {rate:.3g} torch.Tensor per {prof.per}"
                 )
                 if box
-                else f"{rate:.3g} more torch.Tensor per step stay alive"
+                else f"{rate:.3g} more torch.Tensor per {prof.per} stay alive"
             )
         ev = _ev(
             per_step=rate,
@@ -221,6 +226,39 @@ def _graphs(prof: Profile) -> Optional[Culprit]:
     return None
 
 
+_ACCUMULATOR_NAME = re.compile(r"(total|sum|acc|running|avg|mean|ema|loss|stat)", re.I)
+
+
+def _carried(prof: Profile, top: Dict[str, Any], others: List[Dict[str, Any]]) -> Culprit:
+    """A named tensor whose graph of an earlier census was still alive at a later one: the
+    old graph hangs below the new (the agent's check, for chains of any length)."""
+    holder: str = top["holder"]
+    node = top.get("node")
+    name = holder.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
+    accumulating = node in ("AddBackward0", "SumBackward0") and bool(_ACCUMULATOR_NAME.search(name))
+    nodes = prof.rate("graph:largest")
+    size = f": it gains {nodes:.3g} graph nodes per {prof.per}" if nodes > 0.5 else ""
+    also = f" (so does `{others[0]['holder']}`)" if others else ""
+    ev = _ev(
+        graph_root=node,
+        carried_censuses=int(top.get("kept", 0)),
+        largest_graph_nodes_per_step=round(nodes, 2) if nodes > 0.5 else None,
+        also_carried=[o["holder"] for o in others[:3]] or None,
+    )
+    return _make(
+        prof,
+        TENSOR,
+        holder,
+        True,
+        "graph carried across steps",
+        HINT_CARRIED if accumulating else HINT_DETACH,
+        f"`{holder}`{also} is carried across steps without being detached: the autograd "
+        f"graph of every earlier step stays attached to it{size}.",
+        ev,
+        None,
+    )
+
+
 def _tensors(prof: Profile) -> Optional[Culprit]:
     rate = prof.rate("tensors:count")
     if rate <= 0.05 or prof.growth("tensors:count") < 4:
@@ -234,7 +272,7 @@ def _tensors(prof: Profile) -> Optional[Culprit]:
         False,
         "tensors kept",
         HINT_CONTAINER if box else HINT_ITEM,
-        f"{rate:.3g} more live tensors per step (no autograd graph).",
+        f"{rate:.3g} more live tensors per {prof.per} (no autograd graph).",
         ev,
         box,
     )
@@ -263,7 +301,7 @@ def _modules(prof: Profile) -> Optional[Culprit]:
         False,
         "models kept",
         HINT_MODULE,
-        f"{rate:.3g} more `{name}` instances per step stay alive with their parameters.",
+        f"{rate:.3g} more `{name}` instances per {prof.per} stay alive with their parameters.",
         ev,
         box,
     )
@@ -297,7 +335,7 @@ def _kind(prof: Profile, type_name: str, key: str, hint: str) -> Optional[Culpri
         False,
         key,
         hint,
-        f"{rate:.3g} more live `{type_name}` per step.",
+        f"{rate:.3g} more live `{type_name}` per {prof.per}.",
         ev,
         box,
     )
@@ -326,7 +364,7 @@ def _container(prof: Profile, box: Container) -> Culprit:
         False,
         "unbounded container",
         hint,
-        f"`{box.holder}` (a {box.type}) gains {box.per_step:.3g} {what} per step "
+        f"`{box.holder}` (a {box.type}) gains {box.per_step:.3g} {what} per {prof.per} "
         f"({box.len:,} now).",
         ev,
         box,
@@ -348,7 +386,7 @@ def _of_type(prof: Profile, name: str) -> Optional[Culprit]:
         False,
         "objects",
         hint,
-        f"{rate:.3g} more live `{name}` objects per step.",
+        f"{rate:.3g} more live `{name}` objects per {prof.per}.",
         _ev(per_step=rate),
         None,
     )
@@ -383,6 +421,8 @@ def _make(
     evidence.update(ev)
     if box is not None and box.chain:
         evidence["chain"] = list(box.chain)
+    if box is not None and box.bytes is not None:
+        evidence["container_bytes"] = box.bytes
     if traceback:
         evidence["allocated_at"] = traceback
     evidence["censuses"] = prof.n

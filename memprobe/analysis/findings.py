@@ -66,13 +66,19 @@ def describe(signal: str) -> Tuple[str, Optional[str]]:
 
 def rate_text(v: SignalVerdict) -> str:
     """'+2.1 MiB/step (+126 MiB/min)' or '+1/step (+340/min)'."""
+    text = rate_text_of(v.slope_per_step, v.slope_per_s, v.unit)
+    return text or _num(v.slope, v.unit) + "/" + ("step" if v.axis == "step" else "s")
+
+
+def rate_text_of(per_step: Optional[float], per_s: Optional[float], unit: str) -> str:
+    """The same from a finding's two rates ('' when it has neither)."""
     parts = []
-    if v.slope_per_step is not None:
-        parts.append(_num(v.slope_per_step, v.unit) + "/step")
-    if v.slope_per_s is not None:
-        per_min = _num(v.slope_per_s * 60.0, v.unit) + "/min"
+    if per_step is not None:
+        parts.append(_num(per_step, unit) + "/step")
+    if per_s is not None:
+        per_min = _num(per_s * 60.0, unit) + "/min"
         parts.append(f"({per_min})" if parts else per_min)
-    return " ".join(parts) or _num(v.slope, v.unit) + "/" + ("step" if v.axis == "step" else "s")
+    return " ".join(parts)
 
 
 def _num(v: float, unit: str) -> str:
@@ -181,6 +187,8 @@ def evidence(v: SignalVerdict, related: Optional[List[str]]) -> Dict[str, Any]:
         "growth": v.growth,
         "sawtooth_floor": v.floor,
         "reason": v.reason,
+        "t_end": v.t_end,
+        "last_value": v.last_value,
     }
     if related:
         ev["related_signals"] = list(related)

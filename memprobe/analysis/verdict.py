@@ -34,6 +34,7 @@ from memprobe.analysis.wording import (
 )
 
 LEAK, NO_LEAK, INCONCLUSIVE = "leak", "no_leak", "inconclusive"
+OVERWHELMING = 20.0  # growth this many times what counts halves the time axis' minimum span
 
 __all__ = ["INCONCLUSIVE", "LEAK", "NO_LEAK", "SignalVerdict", "format_bytes", "judge_series"]
 
@@ -169,6 +170,12 @@ def judge_series(
     tw = ta[window] if ta is not None else None
     span = float(xw[-1] - xw[0]) if len(xw) else 0.0
     warm = w_x if k > 0 else None
+    if axis == "time" and len(xw) >= options.min_points and span < min_span:
+        # growth this large needs less time to be told from start-up wobble: a chain of
+        # graphs eating hundreds of MB a second may run for only a second or two
+        rise = float(np.median(yw[-3:]) - np.median(yw[:3]))
+        if rise >= OVERWHELMING * options.growth_threshold(unit, float(np.median(yw)), fam):
+            min_span = min_span / 2
     if len(xw) < options.min_points or span < min_span:
         more_pts = max(0, options.min_points - len(xw))
         return _too_short(base, len(xw), warm, more_pts, max(0.0, min_span - span), word)

@@ -39,6 +39,7 @@ class LiveJudge:
         from memprobe.analysis import analyze
         from memprobe.analysis.culprit import attribute, live_culprit
         from memprobe.analysis.findings import projection_text, rate_text
+        from memprobe.analysis.grouping import group_findings
 
         record = state.build(ExitInfo(), duration_s=max(0.0, time.time() - state.started_at))
         result = analyze(record, self.detect)
@@ -65,7 +66,8 @@ class LiveJudge:
         run = self._stable.run_verdict()
         header = Text("verdict: ", style="bold")
         header.append(run.replace("_", " ").upper(), style=VERDICT_STYLE.get(run, ""))
-        leaks = [f for f in attribute(record, list(result.findings)) if f.kind == "leak"]
+        findings = group_findings(attribute(record, list(result.findings)))
+        leaks = [f for f in findings if f.kind == "leak"]
         if run == "leak" and leaks:
             first = min(leaks, key=headline_order)
             header.append(" · ")

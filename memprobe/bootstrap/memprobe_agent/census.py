@@ -19,7 +19,7 @@ import itertools
 import sys
 import time
 import weakref
-from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 from . import graphs
 
@@ -111,15 +111,23 @@ def is_heap_type(cls: type) -> bool:
 
 
 def take(
-    max_objects: int, min_len: int, deadline_s: float, want: FrozenSet[str] = frozenset()
+    max_objects: int,
+    min_len: int,
+    deadline_s: float,
+    want: FrozenSet[str] = frozenset(),
+    name: Optional[Callable[[Set[int]], Dict[int, str]]] = None,
 ) -> Dict[str, Any]:
     """One census. Returns {"v": signals, "payload": details, "containers": {id: obj},
-    "lengths": {id: len}, "graph_roots": [(grad_fn, a tensor holding it)], "live": {signal:
+    "lengths": {id: len}, "graph_roots": [(grad_fn, a tensor holding it, its holder or None)],
+    "live": {signal:
     [(weakref to a heap type, its exact count)]}} (``live`` calibrates the cheap live counts
     of tensors, modules, figures and the types named in ``want``; empty on a sampled heap).
 
     ``containers`` holds the target's containers of at least ``min_len`` items for
     the holder tracker; the caller must drop it before the census returns control.
+    ``name`` (ids of the tensors that hold a graph -> the holder a person knows them
+    by) puts the named ones first: their roots are read before the wrapper budget runs
+    out on the nameless ones (old tensors a carried graph keeps alive).
     """
     t_start = time.perf_counter()
     deadline = t_start + deadline_s
@@ -137,11 +145,12 @@ def take(
     # autograd-node wrappers alive now (the target's and earlier censuses'): what the
     # graph walk may add to them is bounded (see graphs.py)
     ntypes = graphs.node_types()
-    live_wrappers = (
-        set(map(id, itertools.compress(objs, map(ntypes.__contains__, classes))))
+    wrappers = (
+        list(itertools.compress(objs, map(ntypes.__contains__, classes)))
         if ntypes and not ntypes.isdisjoint(counts)
-        else set()
+        else []
     )
+    live_wrappers = set(map(id, wrappers))
     del objs, classes
     by_kind: Dict[str, List[Any]] = collections.defaultdict(list)
     conts: List[Any] = []
@@ -186,18 +195,25 @@ def take(
     truncated: List[str] = []
     budget = graphs.WrapBudget(live_wrappers)
     del live_wrappers
+    # the wrappers alive before this census, by id: was an earlier census' root kept?
+    wrappers_by_id = dict(zip(map(id, wrappers), wrappers))
+    del wrappers
     tensors = by_kind.get("tensor")
     if tensors is not None or "torch" in sys.modules:
         holding = _tensor_stats(tensors or [], kinds, stride, v, payload, deadline, truncated)
-        roots, owners = _roots(holding, budget)
+        names_of: Dict[int, str] = {}
+        if name is not None and holding:
+            names_of = name({id(t) for t in holding})
+            holding.sort(key=lambda t: id(t) not in names_of)  # named first, order kept
+        roots, owners, all_roots = _roots(holding, budget, set(names_of))
         del holding
         g = graphs.graph_stats(roots, budget, deadline=deadline)
-        if budget.spent and g["cut"] is None:
+        if (budget.walk_spent or not all_roots) and g["cut"] is None:
             g["cut"], g["truncated"] = "wrappers", True  # spent on the roots already
         if g.pop("truncated"):
             truncated.append("graphs")
         root = g.pop("root")
-        graph_roots = [(fn, owners[id(fn)]) for fn in roots]
+        graph_roots = [(fn, owners[id(fn)], names_of.get(id(owners[id(fn)]))) for fn in roots]
         del roots, root, owners
         g["live_wrappers"] = len(budget.known)
         payload["graphs"] = g
@@ -237,28 +253,45 @@ def take(
         "lengths": lengths,
         "graph_roots": graph_roots,
         "wrap_budget": budget,
+        "wrappers": wrappers_by_id,
         "live": live,
     }
 
 
-def _roots(holding: List[Any], budget: graphs.WrapBudget) -> Tuple[List[Any], Dict[int, Any]]:
-    """The distinct ``grad_fn`` of the tensors that hold a graph, and one tensor holding
-    each; stops when the wrapper budget is spent (reading ``grad_fn`` may create one)."""
+NAMELESS_ROOTS = 256  # graph roots read per census for tensors nobody names
+
+
+def _roots(
+    holding: List[Any], budget: graphs.WrapBudget, named: Set[int]
+) -> Tuple[List[Any], Dict[int, Any], bool]:
+    """The distinct ``grad_fn`` of the tensors that hold a graph, one tensor holding each,
+    and whether all were read. Reading ``grad_fn`` may create a wrapper: named tensors
+    (first in ``holding``) may use the whole budget, the others (old tensors a carried
+    graph keeps alive, one per step) only the walk's share and ``NAMELESS_ROOTS``."""
     fns: Dict[int, Any] = {}
     owners: Dict[int, Any] = {}
+    nameless = 0
+    complete = True
     for t in holding:
+        is_named = id(t) in named
+        if not is_named:
+            nameless += 1
+            if nameless > NAMELESS_ROOTS:
+                complete = False
+                break
         try:
             fn = t.grad_fn
         except Exception:  # noqa: BLE001
             continue
         if fn is None:
             continue
-        if not budget.admit(fn):
+        if not budget.admit(fn, walk=not is_named):
+            complete = False
             break
         if id(fn) not in fns:
             fns[id(fn)] = fn
             owners[id(fn)] = t
-    return list(fns.values()), owners
+    return list(fns.values()), owners, complete
 
 
 def _tensor_stats(

@@ -29,7 +29,7 @@ MAX_COUNT = 20_000  # new items looked at per poll or census, at most
 MEASURE_VISITS = 1500  # objects looked at to size one container's items, per census
 
 
-def _tensor_types() -> Set[type]:
+def tensor_types() -> Set[type]:
     torch = sys.modules.get("torch")
     if torch is None:
         return set()
@@ -85,7 +85,7 @@ class Watch:
         """How many items are tensors holding a ``grad_fn``: new items only, while it grows."""
         if not any(t in TENSOR_NAMES for t in self.elem_types):
             return
-        tensor_types = _tensor_types()
+        ttypes = tensor_types()
         n = len(obj)
         # lists, deques and dicts (insertion-ordered) grow at their end: count new items only
         ordered = type(obj) in (list, collections.deque) or type(obj) in _DICT_TYPES
@@ -101,7 +101,7 @@ class Watch:
             return
         for item in items:
             try:
-                held = type(item) in tensor_types and graphs.holds_graph(item)
+                held = type(item) in ttypes and graphs.holds_graph(item)
             except Exception:  # noqa: BLE001 - an exotic tensor subclass: not counted
                 held = False
             if held:

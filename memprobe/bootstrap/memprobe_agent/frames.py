@@ -128,16 +128,27 @@ def generator_whose(gen: Any) -> str:
 
 def thread_stacks() -> List[Tuple[str, List[types.FrameType]]]:
     """Each thread's function frames, innermost first, and whose they are (``OWN`` for the
-    calling thread); the agent's own frames left out."""
+    calling thread); the agent's own frames left out.
+
+    The calling thread's stack starts at the caller, never at this function's own frame:
+    holding one's own frame object in a local is a reference cycle, and a frame kept by
+    a cycle keeps its callers' frames and every local in them (the target's tensors)
+    alive until the cyclic collector runs."""
+    me = threading_ident()
     try:
-        tops = list(sys._current_frames().items())
+        current = sys._current_frames()
     except Exception:  # noqa: BLE001
         return []
-    me = threading_ident()
+    current.pop(me, None)  # this very frame: see above
+    tops: List[Tuple[str, Any]] = [(OWN, sys._getframe(1))]
+    tops.extend((OTHER, f) for f in current.values())
+    del current
     out: List[Tuple[str, List[types.FrameType]]] = []
-    for ident, top in tops:
+    top: Any = None
+    f: Optional[types.FrameType] = None
+    for whose, top in tops:
         stack: List[types.FrameType] = []
-        f: Optional[types.FrameType] = top
+        f = top
         depth = 0
         while f is not None and depth < MAX_DEPTH:
             code = f.f_code
@@ -145,7 +156,8 @@ def thread_stacks() -> List[Tuple[str, List[types.FrameType]]]:
                 stack.append(f)
             f = f.f_back
             depth += 1
-        out.append((OWN if ident == me else OTHER, stack))
+        out.append((whose, stack))
+    del tops, top, f
     return out
 
 

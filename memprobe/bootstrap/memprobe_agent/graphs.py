@@ -36,8 +36,11 @@ from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
 MAX_NODES = 200_000
 # Live autograd-node wrappers (anyone's) above which the agent creates no more. Measured
-# teardown cost: 100-200 bytes of native stack per wrapped node on a chain.
+# teardown cost: 100-200 bytes of native stack per wrapped node on a chain. Graph walks
+# stop at half of it: the rest is kept for reading each census' graph roots, one wrapper
+# per root, which tells a graph carried across steps (see expensive._graph_holders).
 MAX_LIVE_WRAPPERS = 2_000
+WALK_SHARE = 0.5
 
 _node_types: Tuple[Optional[object], FrozenSet[type]] = (None, frozenset())
 _node_names: Tuple[FrozenSet[type], FrozenSet[str]] = (frozenset(), frozenset())
@@ -83,20 +86,30 @@ class WrapBudget:
     """
 
     def __init__(self, live: Iterable[int], cap: Optional[int] = None) -> None:
-        self.known: Set[int] = set(live)
-        self.left = (MAX_LIVE_WRAPPERS if cap is None else cap) - len(self.known)
+        self.initial: FrozenSet[int] = frozenset(live)  # alive before this census read any
+        self.known: Set[int] = set(self.initial)
+        self.cap = MAX_LIVE_WRAPPERS if cap is None else cap
+        self.walk_cap = int(self.cap * WALK_SHARE)
         self.created = 0
-        self.spent = self.left <= 0
+        self.spent = len(self.known) >= self.cap
+        self.walk_spent = len(self.known) >= self.walk_cap
 
-    def admit(self, node: Any) -> bool:
+    @property
+    def left(self) -> int:
+        return self.cap - len(self.known)
+
+    def admit(self, node: Any, walk: bool = False) -> bool:
+        """True when ``node`` (just obtained) may be kept and walked on; a walk may use
+        only ``walk_cap`` of the budget."""
         key = id(node)
         if key not in self.known:
             self.known.add(key)
             self.created += 1
-            self.left -= 1
-            if self.left < 0:
+            if len(self.known) > self.cap:
                 self.spent = True
-        return not self.spent
+            if len(self.known) > self.walk_cap:
+                self.walk_spent = True
+        return not (self.walk_spent if walk else self.spent)
 
 
 def graph_stats(
@@ -178,7 +191,7 @@ def _walk(
             child = pair[0]
             if child is None:
                 continue
-            if not budget.admit(child):
+            if not budget.admit(child, walk=True):
                 return "wrappers"
             if below is not None and id(child) in root_ids:
                 below.add(id(child))

@@ -24,7 +24,7 @@ import sys
 import time
 import types
 import weakref
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from . import frames
 from .census import mro, type_dict
@@ -131,6 +131,49 @@ def search(targets: Set[int], deadline: float) -> Dict[int, Dict[str, Any]]:
         if not left:
             break
     return found
+
+
+def find_matching(
+    match: Callable[[Any], bool], deadline: float, limit: int = 20, depth: int = 2
+) -> List[Tuple[str, Any]]:
+    """(holder, object) for what ``match`` accepts among the user's roots, down to ``depth``
+    (locals, globals and one level below: ``hidden``, ``self.state``, ``model.memory``).
+
+    What the census counted may have moved on by the time it names things: in a loop
+    that runs while a background census works, ``hidden`` is a new tensor every step.
+    This looks at the roots as they are now. ``match`` sees only values a walk reaches
+    and must be cheap and side-effect free (``type()`` checks, C getters).
+    """
+    out: List[Tuple[str, Any]] = []
+    seen: Set[int] = set()
+    user_mods, _ = _modules(_LIBS)
+    starts: List[Start] = [
+        (name, ("module", name), [(("key", k), v) for k, v in _dict_items(d)])
+        for name, d in user_mods
+    ]
+    starts.extend(_frames())
+    for label, origin, items in starts:
+        level = [(v, [step]) for step, v in items]
+        for d in range(depth):
+            nxt: List[Tuple[Any, List[Step]]] = []
+            for value, steps in level:
+                if id(value) in seen:
+                    continue
+                seen.add(id(value))
+                try:
+                    hit = match(value)
+                except Exception:  # noqa: BLE001
+                    hit = False
+                if hit:
+                    out.append((_found(label, origin, steps, None)["holder"], value))
+                    if len(out) >= limit:
+                        return out
+                elif d < depth - 1 and type(value) not in _SEQS and type(value) not in _DICTS:
+                    nxt.extend((c, steps + [st]) for st, c in _children(value)[:64])
+            if time.perf_counter() > deadline:
+                return out
+            level = nxt
+    return out
 
 
 def _modules(libs: List[str]) -> Tuple[List[Tuple[str, Any]], List[Tuple[str, Any]]]:

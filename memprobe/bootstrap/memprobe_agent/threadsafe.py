@@ -13,7 +13,7 @@ is still importing (imports build many tuples this way).
 from __future__ import annotations
 
 import sys
-from typing import Iterable, Optional
+from typing import Any, Iterable, Optional
 
 _ITERATING = 0x20 | 0x80 | 0x200  # CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR
 _MAX_DEPTH = 200
@@ -22,17 +22,25 @@ _MAX_DEPTH = 200
 def others_mid_iteration(skip: Iterable[Optional[int]]) -> bool:
     """True if a thread other than ``skip`` has a generator-like frame on its stack."""
     skipped = set(skip)
-    for ident, frame in sys._current_frames().items():
-        if ident in skipped:
-            continue
+    current = sys._current_frames()
+    for ident in skipped:  # never hold this thread's own frame: a reference cycle
+        current.pop(ident, None)  # (see frames.thread_stacks)
+    found = False
+    frame: Any = None
+    f: Any = None
+    for frame in current.values():
         f = frame
         depth = 0
         while f is not None and depth < _MAX_DEPTH:
             if f.f_code.co_flags & _ITERATING:
-                return True
+                found = True
+                break
             f = f.f_back
             depth += 1
-    return False
+        if found:
+            break
+    del current, frame, f
+    return found
 
 
 class ImportWatch:

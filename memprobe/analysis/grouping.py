@@ -1,0 +1,167 @@
+"""One finding per culprit, with every signal that backs it and what it holds.
+
+The analysis judges signals one by one, so one leak (``main:losses`` gaining a
+loss tensor per step) shows as several leak findings: the container's length,
+the tensors that hold graphs, the tensor count, RSS, USS. A person wants one:
+the culprit, the signals that grow with it, how much memory it holds now and at
+the projected limit, the fix. Pure: findings in, findings out.
+
+Leak findings of one process are grouped by culprit (its holder, else its
+pattern and type). Findings without a culprit (memory that grows, nothing
+named) join the culprit when the process has exactly one: that memory is what
+the culprit holds. The group's leading finding is its memory signal where it
+has one (the projection to the limit comes from memory), else its first.
+
+What it holds now (``retained_bytes``) is the larger of the bytes the agent
+measured in the container's items and, when this culprit is the process' only
+one, the growth of the process' memory since the leak began (which also counts
+what autograd graphs keep in C++, invisible to the item sizes).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Dict, List, Optional, Tuple
+
+from memprobe.analysis.findings import rate_text_of
+from memprobe.analysis.series import family_of
+from memprobe.analysis.wording import format_bytes
+from memprobe.record import Finding
+
+__all__ = ["group_findings"]
+
+_FAMILY_ORDER = {"memory": 0, "object": 1, "heap": 2}
+_MEMORY_ORDER = ("uss_bytes", "rss_bytes", "pss_bytes")  # what the OS charges the process
+
+
+def group_findings(findings: List[Finding]) -> List[Finding]:
+    """Merge the leak findings that name the same culprit; others pass through."""
+    leaks = [f for f in findings if f.kind == "leak" and f.verdict == "leak"]
+    rest = [f for f in findings if not (f.kind == "leak" and f.verdict == "leak")]
+    by_pid: Dict[Optional[int], List[Finding]] = {}
+    for f in leaks:
+        by_pid.setdefault(f.pid, []).append(f)
+    out: List[Finding] = []
+    for members in by_pid.values():
+        groups: Dict[Tuple[str, ...], List[Finding]] = {}
+        loose: List[Finding] = []
+        for f in members:
+            key = _key(f)
+            if key is None:
+                loose.append(f)
+            else:
+                groups.setdefault(key, []).append(f)
+        if len(groups) == 1 and loose:
+            next(iter(groups.values())).extend(loose)
+            loose = []
+        sole = len(groups) == 1
+        out.extend(_merge(g, sole) for g in groups.values())
+        if loose:
+            out.append(_merge(loose, not groups))
+    return out + rest
+
+
+def _key(f: Finding) -> Optional[Tuple[str, ...]]:
+    c = f.culprit or {}
+    holder, type_name = c.get("holder"), c.get("type")
+    if isinstance(holder, str) and holder:
+        return ("holder", holder)
+    pattern = f.evidence.get("pattern")
+    if isinstance(pattern, str) and isinstance(type_name, str):
+        return ("type", pattern, type_name)
+    return None
+
+
+def _rank(f: Finding) -> Tuple[int, int, float]:
+    fam = family_of(f.signal)
+    mem = _MEMORY_ORDER.index(f.signal) if f.signal in _MEMORY_ORDER else len(_MEMORY_ORDER)
+    return (_FAMILY_ORDER.get(fam, 9), mem, -f.confidence)
+
+
+def _merge(members: List[Finding], sole: bool) -> Finding:
+    members = sorted(members, key=_rank)
+    lead = members[0]
+    named = next((f for f in members if f.culprit), None)
+    signals = [f.signal for f in members]
+    evidence: Dict[str, Any] = {}
+    for f in reversed(members):  # the lead's own figures win
+        evidence.update(f.evidence)
+    evidence["signals"] = {f.signal: _rate(f) for f in members}
+    retained = _retained(members, named, sole)
+    at_oom = _at_oom(lead, retained)
+    text = _text(lead, named, members, retained)
+    return dataclasses.replace(
+        lead,
+        culprit=named.culprit if named else lead.culprit,
+        fix_hint=(named.fix_hint if named else None) or lead.fix_hint,
+        confidence=max(f.confidence for f in members),
+        evidence=evidence,
+        explanation=text,
+        signals=signals,
+        retained_bytes=retained,
+        retained_bytes_at_oom=at_oom,
+    )
+
+
+def _rate(f: Finding) -> str:
+    return rate_text_of(f.slope_per_step, f.slope_per_s, f.unit)
+
+
+def _retained(members: List[Finding], named: Optional[Finding], sole: bool) -> Optional[float]:
+    direct = named.evidence.get("container_bytes") if named else None
+    best = float(direct) if isinstance(direct, (int, float)) and direct > 0 else None
+    if sole:
+        growths = [
+            f.evidence.get("growth")
+            for f in members
+            if f.unit == "bytes" and family_of(f.signal) == "memory" and f.signal in _MEMORY_ORDER
+        ]
+        grown = max((g for g in growths if isinstance(g, (int, float)) and g > 0), default=None)
+        if grown is not None:
+            best = max(best or 0.0, float(grown))
+    return best
+
+
+def _at_oom(lead: Finding, retained: Optional[float]) -> Optional[float]:
+    proj = lead.projected_oom
+    if retained is None or not proj or lead.unit != "bytes":
+        return None
+    window = lead.evidence.get("window")
+    x_end = window[1] if isinstance(window, list) and len(window) == 2 else None
+    t_end = lead.evidence.get("t_end")
+    more: Optional[float] = None
+    step, t_s = proj.get("step"), proj.get("t_s")
+    if lead.slope_per_step is not None and isinstance(step, (int, float)) and x_end is not None:
+        more = lead.slope_per_step * max(0.0, float(step) - float(x_end))
+    elif lead.slope_per_s is not None and isinstance(t_s, (int, float)) and t_end is not None:
+        more = lead.slope_per_s * max(0.0, float(t_s) - float(t_end))
+    return None if more is None else retained + more
+
+
+def _text(
+    lead: Finding, named: Optional[Finding], members: List[Finding], retained: Optional[float]
+) -> str:
+    if named is None and len(members) == 1:
+        return lead.explanation
+    parts: List[str] = []
+    if named is not None:
+        parts.append(str(named.evidence.get("culprit_sentence") or named.explanation))
+    if retained is not None:
+        parts.append(f"It holds ≈ {format_bytes(retained).lstrip('+')} now.")
+    own = lead.evidence.get("signal_sentence") if lead.culprit else lead.explanation
+    if isinstance(own, str) and own:
+        parts.append(own)
+    others = [f for f in members if f is not lead]
+    if others:
+        grows = ", ".join(f"{_label(f.signal)} {_rate(f)}" for f in others[:4])
+        more = f" and {len(others) - 4} more" if len(others) > 4 else ""
+        parts.append(f"Growing with it: {grows}{more}.")
+    return " ".join(parts)
+
+
+def _label(signal: str) -> str:
+    if signal.startswith("container:"):
+        return f"`{signal[len('container:') :].rsplit(':', 1)[0]}` length"
+    if signal.startswith("graph:held_by:"):
+        return f"graph-holding items of `{signal[len('graph:held_by:') :]}`"
+    return signal
