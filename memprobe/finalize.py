@@ -15,7 +15,7 @@ def finalize(record: RunRecord, detect_options: Optional[DetectOptions] = None) 
     """Analyse a raw record and return it with findings (one per culprit), verdict and
     per-signal summaries."""
     result = analyze(record, detect_options or DetectOptions())
-    findings = group_findings(attribute(record, list(result.findings)))
+    findings = group_findings(attribute(record, list(result.findings), result.verdicts))
     return dataclasses.replace(
         record, findings=findings, verdict=result.verdict, signals=result.signals
     )

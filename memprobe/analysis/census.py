@@ -9,7 +9,7 @@ have steps, else per second.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 # scalar name -> (payload section, field[, sub-field])
 _PATHS: Dict[str, Tuple[str, ...]] = {
@@ -69,6 +69,8 @@ class Profile:
     containers: List[Container]
     windows: List[Dict[str, Any]]
     per: str = "step"  # what rates are per: "step", or "second" when censuses have no steps
+    # holders whose length series grows (from the verdicts); None: not known, all count
+    active: Optional[FrozenSet[str]] = None
 
     @property
     def n(self) -> int:
@@ -189,7 +191,12 @@ class Profile:
     def growing(self) -> List[Container]:
         """Containers that gained items, lists of plain numbers left out (a few bytes a step)."""
         return [
-            c for c in self.containers if c.growth >= MIN_ITEMS and c.per_step > 0 and not c.scalar
+            c
+            for c in self.containers
+            if c.growth >= MIN_ITEMS
+            and c.per_step > 0
+            and not c.scalar
+            and (self.active is None or c.holder in self.active)
         ]
 
     def top_container(self) -> Optional[Container]:
@@ -241,8 +248,9 @@ def _step_value(node: Optional[str]) -> bool:
     return node is not None and any(k in node for k in _STEP_VALUE_NODES)
 
 
-def build_profile(census: Sequence[Any]) -> Profile:
-    """Profile of one process from its census list (``Process.census``)."""
+def build_profile(census: Sequence[Any], active: Optional[Iterable[str]] = None) -> Profile:
+    """Profile of one process from its census list (``Process.census``); ``active``: the
+    holders whose length series grows, when the verdicts are known."""
     full = [c for c in census if isinstance(c, dict) and isinstance(c.get("types"), dict)]
     stepped = [c for c in full if isinstance(c.get("step"), int)]
     axis_step = len(stepped) >= 2
@@ -259,6 +267,7 @@ def build_profile(census: Sequence[Any]) -> Profile:
         containers=_containers(entries, xs),
         windows=windows,
         per="step" if axis_step else "second",
+        active=frozenset(active) if active is not None else None,
     )
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from memprobe.analysis.census import Container, Profile, build_profile
 from memprobe.record import Finding, RunRecord
@@ -69,11 +69,20 @@ class Culprit:
         }
 
 
-def attribute(record: RunRecord, findings: List[Finding]) -> List[Finding]:
-    """Fill culprit, evidence and fix hint of every leak finding a census can explain."""
+def attribute(
+    record: RunRecord,
+    findings: List[Finding],
+    verdicts: Optional[Mapping[Tuple[int, str], Any]] = None,
+) -> List[Finding]:
+    """Fill culprit, evidence and fix hint of every leak finding a census can explain.
+
+    ``verdicts`` (the analysis' per-signal verdicts) keep a container from being blamed
+    when its own length series says it stopped growing (a registry filled at start-up).
+    """
     profiles: Dict[Optional[int], Profile] = {}
     for proc in record.processes:
-        profiles[proc.pid] = build_profile(proc.census)
+        active = _active_holders(proc.pid, verdicts) if verdicts is not None else None
+        profiles[proc.pid] = build_profile(proc.census, active)
     out: List[Finding] = []
     for f in findings:
         prof = profiles.get(f.pid)
@@ -96,6 +105,18 @@ def attribute(record: RunRecord, findings: List[Finding]) -> List[Finding]:
                 explanation=explanation,
             )
         )
+    return out
+
+
+def _active_holders(pid: int, verdicts: Mapping[Tuple[int, str], Any]) -> Set[str]:
+    """Holders whose length series grows: a leak, or not judged flat and rising at the
+    detector's confidence (a slow grower may not be a leak on its own, yet is the holder)."""
+    out: Set[str] = set()
+    for (p, signal), v in verdicts.items():
+        if p != pid or not signal.startswith("container:"):
+            continue
+        if v.verdict == "leak" or (v.verdict != "no_leak" and v.ci_low > 0):
+            out.add(signal[len("container:") :].rsplit(":", 1)[0])
     return out
 
 
@@ -265,6 +286,23 @@ def _tensors(prof: Profile) -> Optional[Culprit]:
         return None
     box = prof.container_of(TENSOR)
     ev = _ev(per_step=rate, tensor_bytes_per_step=round(prof.rate("tensors:cpu_bytes")))
+    if box is None:  # the tensors sit inside the items of a growing container (transitions)
+        inner = prof.top_container()
+        if inner is not None:
+            elem = inner.elem_types[0] if inner.elem_types else "item"
+            return _make(
+                prof,
+                elem,
+                inner.holder,
+                False,
+                "unbounded container",
+                HINT_CONTAINER,
+                f"`{inner.holder}` (a {inner.type}) gains {inner.per_step:.3g} {elem} per "
+                f"{prof.per} ({inner.len:,} now), holding {rate:.3g} more torch.Tensor per "
+                f"{prof.per} (no autograd graph).",
+                ev,
+                inner,
+            )
     return _make(
         prof,
         TENSOR,

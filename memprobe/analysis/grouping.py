@@ -43,22 +43,54 @@ def group_findings(findings: List[Finding]) -> List[Finding]:
         by_pid.setdefault(f.pid, []).append(f)
     out: List[Finding] = []
     for members in by_pid.values():
-        groups: Dict[Tuple[str, ...], List[Finding]] = {}
+        named: Dict[str, List[Finding]] = {}
+        typed: Dict[Tuple[str, ...], List[Finding]] = {}
         loose: List[Finding] = []
         for f in members:
             key = _key(f)
             if key is None:
                 loose.append(f)
+            elif key[0] == "holder":
+                named.setdefault(key[1], []).append(f)
             else:
-                groups.setdefault(key, []).append(f)
-        if len(groups) == 1 and loose:
-            next(iter(groups.values())).extend(loose)
-            loose = []
+                typed.setdefault(key, []).append(f)
+        groups: List[List[Finding]] = list(named.values())
+        if len(named) == 1:
+            # views of the same leak without a holder (the tensors the items hold, the
+            # memory they take) join the one the process names
+            groups[0].extend(f for g in typed.values() for f in g)
+            groups[0].extend(loose)
+            typed, loose = {}, []
+        elif not named and typed:
+            # no holder named: one culprit, led by its most specific pattern
+            merged = sorted((f for g in typed.values() for f in g), key=_pattern_rank)
+            groups.append(merged + loose)
+            typed, loose = {}, []
+        groups.extend(typed.values())
         sole = len(groups) == 1
-        out.extend(_merge(g, sole) for g in groups.values())
+        out.extend(_merge(g, sole) for g in groups)
         if loose:
             out.append(_merge(loose, not groups))
     return out + rest
+
+
+# the pattern that explains the others best first: models hold tensors, figures and
+# arrays hold bytes, graphs hold tensors, a type count explains least
+_PATTERNS = (
+    "graph carried across steps",
+    "retained graphs",
+    "models kept",
+    "figures",
+    "ndarray",
+    "unbounded container",
+    "tensors kept",
+    "objects",
+)
+
+
+def _pattern_rank(f: Finding) -> int:
+    pattern = f.evidence.get("pattern")
+    return _PATTERNS.index(pattern) if pattern in _PATTERNS else len(_PATTERNS)
 
 
 def _key(f: Finding) -> Optional[Tuple[str, ...]]:
@@ -79,9 +111,10 @@ def _rank(f: Finding) -> Tuple[int, int, float]:
 
 
 def _merge(members: List[Finding], sole: bool) -> Finding:
+    best = min((f for f in members if f.culprit), key=_culprit_rank, default=None)
     members = sorted(members, key=_rank)
     lead = members[0]
-    named = next((f for f in members if f.culprit), None)
+    named = best
     signals = [f.signal for f in members]
     evidence: Dict[str, Any] = {}
     for f in reversed(members):  # the lead's own figures win
@@ -101,6 +134,12 @@ def _merge(members: List[Finding], sole: bool) -> Finding:
         retained_bytes=retained,
         retained_bytes_at_oom=at_oom,
     )
+
+
+def _culprit_rank(f: Finding) -> Tuple[int, int]:
+    """The culprit a merged finding names: one with a holder, then the best pattern."""
+    holder = (f.culprit or {}).get("holder")
+    return (0 if holder else 1, _pattern_rank(f))
 
 
 def _rate(f: Finding) -> str:

@@ -131,10 +131,14 @@ def _backs(name: str, other: str, v: SignalVerdict) -> bool:
     return v.family in ("memory", "object") or other == BLOCKS
 
 
-def run_verdict(verdicts: List[SignalVerdict]) -> str:
+def run_verdict(verdicts: List[SignalVerdict], min_points: int = 10) -> str:
     """leak if any counted signal leaks; no_leak once a memory signal (or most
-    signals) is judged no_leak; else inconclusive."""
-    counted = [v for v in verdicts if v.family in COUNTED]
+    signals with enough samples to say anything) is judged no_leak; else inconclusive."""
+    counted = [
+        v
+        for v in verdicts
+        if v.family in COUNTED and (v.verdict != INCONCLUSIVE or v.n >= min_points)
+    ]
     if any(v.verdict == LEAK for v in counted):
         return LEAK
     if any(v.verdict == NO_LEAK and v.family == "memory" for v in counted):
@@ -156,7 +160,7 @@ def analyze(record: RunRecord, options: DetectOptions = DEFAULT_OPTIONS) -> Anal
         signals[str(proc.pid)] = {name: v.summary() for name, v in verdicts.items()}
         all_verdicts.update({(proc.pid, name): v for name, v in verdicts.items()})
         findings.extend(_process_findings(proc, verdicts, record))
-    verdict = run_verdict(list(all_verdicts.values()))
+    verdict = run_verdict(list(all_verdicts.values()), options.min_points)
     findings.sort(key=_finding_order)
     return Analysis(
         findings=findings,

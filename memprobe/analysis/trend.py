@@ -124,6 +124,7 @@ class Sawtooth:
 
     period: int
     floor: Optional[npt.NDArray[np.intp]]
+    drops: tuple[int, ...] = ()  # index of the last sample before each drop
 
 
 def sawtooth_floor(x: Array, y: Array) -> Optional[Sawtooth]:
@@ -153,7 +154,7 @@ def sawtooth_floor(x: Array, y: Array) -> Optional[Sawtooth]:
     start = drops[0] + 1  # begin at a floor
     m = (n - start) // period
     if m < MIN_FLOOR_POINTS:
-        return Sawtooth(period=period, floor=None)
+        return Sawtooth(period=period, floor=None, drops=tuple(drops))
     idx = start + np.arange(m * period).reshape(m, period)
     rows = np.argmin(y[idx], axis=1)
     pick: npt.NDArray[np.intp] = idx[np.arange(m), rows]
@@ -253,3 +254,18 @@ def steady_rise(x: Array, y: Array) -> Optional[float]:
     if end <= 0 or end < STEADY_END_SLOPE * max(start, 0.0):
         return None
     return float(0.5 ** len(d))
+
+
+def sawtooth_flat(y: Array, saw: Sawtooth, total: float, per_x: float, x: Array) -> bool:
+    """A sawtooth with too few periods to judge its floor's slope, but whose floors and
+    peaks over at least two complete periods rise by less than what counts (``total`` in
+    all and ``per_x`` per unit of x): it grows and clears, and the clearing wins."""
+    cuts = [d + 1 for d in saw.drops]
+    segments = [(a, b) for a, b in zip(cuts, cuts[1:]) if b - a >= 2]
+    if len(segments) < 2:
+        return False
+    floors = [float(np.min(y[a:b])) for a, b in segments]
+    peaks = [float(np.max(y[a:b])) for a, b in segments]
+    span = float(x[segments[-1][0]] - x[segments[0][0]])
+    rise = max(floors[-1] - floors[0], peaks[-1] - peaks[0])
+    return rise < total and (span <= 0 or rise / span < per_x)

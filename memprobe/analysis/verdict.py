@@ -21,6 +21,7 @@ from memprobe.analysis.trend import (
     fit_trend,
     growth_stopped,
     rise_over_band,
+    sawtooth_flat,
     sawtooth_floor,
     steady_rise,
 )
@@ -143,6 +144,20 @@ def judge_series(
     alpha = (1.0 - options.confidence) / max(1, n_tests) / 2.0
     saw = sawtooth_floor(xa, ya)
     if saw is not None and saw.floor is None:
+        level = float(np.median(ya))
+        total = options.growth_threshold(unit, level, fam)
+        per_x = options.rate_threshold(unit, axis, fam, signal)
+        if sawtooth_flat(ya, saw, total, per_x, xa):
+            return SignalVerdict(
+                NO_LEAK,
+                reason="a sawtooth whose floor and peaks stay flat",
+                n=n,
+                confidence=0.9,
+                floor=True,
+                last_value=float(ya[-1]),
+                x_end=float(xa[-1]),
+                **base,
+            )
         # too few periods yet: a window shorter than that could hold a single ramp
         periods = max(1, MIN_FLOOR_POINTS + 1 - (n // saw.period))
         more = periods * saw.period * float(xa[-1] - xa[0]) / max(1, n - 1)

@@ -66,7 +66,7 @@ class LiveJudge:
         run = self._stable.run_verdict()
         header = Text("verdict: ", style="bold")
         header.append(run.replace("_", " ").upper(), style=VERDICT_STYLE.get(run, ""))
-        findings = group_findings(attribute(record, list(result.findings)))
+        findings = group_findings(attribute(record, list(result.findings), result.verdicts))
         leaks = [f for f in findings if f.kind == "leak"]
         if run == "leak" and leaks:
             first = min(leaks, key=headline_order)

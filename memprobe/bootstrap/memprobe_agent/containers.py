@@ -20,7 +20,9 @@ from .census import elem_types, qualified
 
 MAX_WATCH = 8
 NEW_PER_CENSUS = 3
-CANDIDATES_PER_SLOT = 3
+CANDIDATES_PER_SLOT = 3  # nameless candidates given a referrer search, per free slot
+MAX_CANDIDATES = 256  # grown containers looked for in one walk from the user's roots
+MIN_NEW = 4  # items a container new since the last census needs to be a candidate
 STALE_CENSUSES = 4  # a watched container that stopped growing this long gives its slot up
 SCALARS = frozenset(["float", "int", "bool", "complex", "NoneType"])
 TENSOR_NAMES = frozenset(["torch.Tensor", "torch.nn.parameter.Parameter"])
@@ -166,22 +168,39 @@ _USER, _LIBRARY, _NAMELESS, _NEVER = 0, 1, 2, 3
 _REGISTRY_ITEMS = frozenset(["weakref.ReferenceType", "type", "weakref.KeyedRef"])
 
 
-def _rank(r: Optional[Dict[str, Any]], obj: Any, size: Tuple[int, int]) -> Tuple[int, int]:
+def _rank(
+    r: Optional[Dict[str, Any]], obj: Any, size: Tuple[int, int], new: bool
+) -> Tuple[int, int, int]:
     """Which candidates get a watch slot: rooted in the user's code (a module of theirs,
     a function of theirs, an object one of them holds) before a library's global, before
-    a container nobody can name; registries of types never. Ties: the faster grower."""
+    a container nobody can name; registries of types never. Then one seen growing before
+    a new one, then the faster grower."""
     growth = -(size[0] - size[1])
+    fresh = 1 if new else 0
     if r is None or not r.get("complete"):
-        return (_NAMELESS, growth)
+        return (_NEVER if new else _NAMELESS, fresh, growth)
+    if new and _positional(r):
+        # a container born since the last census inside another one (a new snapshot's
+        # module dict) or an object's attribute namespace: its holder is what grows
+        return (_NEVER, fresh, growth)
     if set(elem_types(obj)) <= _REGISTRY_ITEMS and elem_types(obj):
-        return (_NEVER, growth)
+        return (_NEVER, fresh, growth)
     path = r.get("path")
     if path and path[0][0] == "frame":
-        return (_USER, growth)
+        return (_USER, fresh, growth)
     if path and path[0][0] == "module":
         name = path[0][1]
-        return (_USER if name == "__main__" or roots.is_user_module(name) else _LIBRARY, growth)
-    return (_USER if r.get("anchor") is not None else _LIBRARY, growth)
+        user = name == "__main__" or roots.is_user_module(name)
+        return (_USER if user else _LIBRARY, fresh, growth)
+    return (_USER if r.get("anchor") is not None else _LIBRARY, fresh, growth)
+
+
+def _positional(r: Dict[str, Any]) -> bool:
+    """The holder path reaches it by position in a sequence, or it is an instance dict."""
+    chain = r.get("chain") or []
+    return any(part.startswith("[") and part[1:2].isdigit() for part in chain) or (
+        r.get("path") is not None and r["path"][-1][0] == "dictof"
+    )
 
 
 class ContainerTracker:
@@ -225,12 +244,14 @@ class ContainerTracker:
                 del self.watched[cid]
         obj = None
         prev = self.prev
+        # grown since the last census; or new since then with a few items already (a dict
+        # that held one model at the last census is not in ``prev``: under min_len)
+        first = not prev
         grown = sorted(
             (
-                (n - prev[cid], cid)
+                (n - prev.get(cid, 0), cid)
                 for cid, n in lengths.items()
-                if cid in prev
-                and n > prev[cid]
+                if (n > prev[cid] if cid in prev else (not first and n >= MIN_NEW))
                 and cid not in self.watched
                 and cid not in self.ignored
                 and cid not in exclude
@@ -241,20 +262,23 @@ class ContainerTracker:
         room = max(0, min(NEW_PER_CENSUS, MAX_WATCH - len(self.watched)))
         # more candidates than slots: a library's registry filling up on first use must not
         # take the slot of the user's list (see _rank)
-        order = [cid for _, cid in grown[: room * CANDIDATES_PER_SLOT]]
+        order = [cid for _, cid in grown[:MAX_CANDIDATES]] if room else []
         picks = {cid: containers[cid] for cid in order}
-        sizes = {cid: (lengths[cid], prev[cid]) for cid in order}
+        sizes = {cid: (lengths[cid], prev.get(cid, 0)) for cid in order}
+        is_new = {cid for cid in order if cid not in prev}
         self.prev = lengths
         containers.clear()
         objs = [picks.pop(cid) for cid in order]  # only this list holds them while we search
+        # one walk down from the user's roots names any number of them; the referrer
+        # search (a heap scan a level) only for the largest few it did not reach
         found = roots.search({id(o) for o in objs}, deadline)
-        rest = [i for i, o in enumerate(objs) if id(o) not in found]
+        rest = [i for i, o in enumerate(objs) if id(o) not in found][: room * CANDIDATES_PER_SLOT]
         if rest and time.perf_counter() < deadline:
             more = holders.find_holders([objs[i] for i in rest], deadline, exclude | {id(objs)})
             for i, r in zip(rest, more):
                 found[id(objs[i])] = r
         ranked = sorted(
-            (_rank(found.get(id(obj)), obj, sizes[cid]), k, cid, obj)
+            (_rank(found.get(id(obj)), obj, sizes[cid], cid in is_new), k, cid, obj)
             for k, (cid, obj) in enumerate(zip(order, objs))
         )
         for rank, _, cid, obj in ranked:

@@ -94,6 +94,10 @@ class Expensive:
         # graph roots seen behind named tensors at the last census: holder -> (id of the
         # root's wrapper, its sequence number, its type name); ints and strings only
         self.roots_seen: Dict[str, Any] = {}
+        # the first census that sees graph-holding tensors asks for one more soon: whether
+        # a graph is carried across steps takes two looks (see _carried)
+        self.look_again = False
+        self.had_graphs = False
         self.kept: Dict[str, int] = {}  # holder -> censuses in a row its old root outlived
         self._lock = threading.Lock()
         self.next_due = 0.0 if self.enabled else float("inf")
@@ -125,7 +129,7 @@ class Expensive:
         if not self._lock.acquire(blocking=False):
             return
         try:
-            force = 0 < self.seq < TICK_FORCED and now >= self.tick_forced_at
+            force = (0 < self.seq < TICK_FORCED or self.look_again) and now >= self.tick_forced_at
             self._due(None, now, force=force)
             if force:
                 self.tick_forced_at = now + TICK_SECOND_S
@@ -264,6 +268,9 @@ class Expensive:
         )
         self._say(payload)
         self.agent.live.calibrate(live)
+        has_graphs = v.get("tensors:grad_fn_count", 0) > 0
+        self.look_again = has_graphs and not self.had_graphs
+        self.had_graphs = self.had_graphs or has_graphs
         if (
             self.tm.mode == "auto"
             and not self.tm.active

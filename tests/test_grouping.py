@@ -1,0 +1,217 @@
+"""One finding per culprit, carried graphs and growing holders (pure: issue 12)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from memprobe.analysis.census import build_profile
+from memprobe.analysis.culprit import HINT_CARRIED, HINT_DETACH, attribute, culprit_for
+from memprobe.analysis.grouping import group_findings
+from memprobe.analysis.verdict import SignalVerdict
+from memprobe.record import ExitInfo, Finding, Limits, Process, RunRecord
+
+MIB = 2**20
+
+
+def finding(
+    signal: str,
+    holder: Optional[str] = None,
+    type_: Optional[str] = None,
+    pattern: Optional[str] = None,
+    **evidence: Any,
+) -> Finding:
+    culprit = {"holder": holder, "type": type_} if holder or type_ else None
+    ev: Dict[str, Any] = dict(evidence)
+    if pattern:
+        ev["pattern"] = pattern
+    if culprit:
+        ev["culprit_sentence"] = f"`{holder or type_}` grows."
+    unit = "bytes" if signal.endswith("bytes") else "count"
+    return Finding(
+        signal=signal,
+        pid=1,
+        verdict="leak",
+        slope_per_step=1024.0 if unit == "bytes" else 1.0,
+        unit=unit,
+        confidence=0.99,
+        culprit=culprit,
+        explanation=f"{signal} grows.",
+        evidence=ev,
+    )
+
+
+def test_signals_of_one_holder_are_one_finding() -> None:
+    # GIVEN the container, the graph-holding items and RSS of one leak, each a finding
+    found = [
+        finding("container:main:losses:len", "main:losses", "torch.Tensor", "retained graphs"),
+        finding("graph:held_by:main:losses", "main:losses", "torch.Tensor", "retained graphs"),
+        finding(
+            "rss_bytes",
+            "main:losses",
+            "torch.Tensor",
+            "retained graphs",
+            growth=40 * MIB,
+            container_bytes=2 * MIB,
+        ),
+    ]
+    # WHEN grouped
+    out = group_findings(found)
+    # THEN one finding leads with memory, lists every signal, and says what it holds now:
+    # the memory grown since the leak began (it is the process' only culprit)
+    assert len(out) == 1
+    f = out[0]
+    assert f.signal == "rss_bytes"
+    assert f.signals == ["rss_bytes", "graph:held_by:main:losses", "container:main:losses:len"]
+    assert f.retained_bytes == 40 * MIB
+    assert "It holds ≈ 40 MiB now." in f.explanation and "Growing with it" in f.explanation
+
+
+def test_memory_without_a_culprit_joins_the_only_holder() -> None:
+    found = [
+        finding("container:__main__.log:len", "__main__.log", "dict", "unbounded container"),
+        finding("uss_bytes", growth=5 * MIB),
+        finding("tensors:count", None, "torch.Tensor", "tensors kept"),
+    ]
+    out = group_findings(found)
+    assert len(out) == 1 and (out[0].culprit or {})["holder"] == "__main__.log"
+    assert set(out[0].signals) == {"uss_bytes", "container:__main__.log:len", "tensors:count"}
+
+
+def test_two_holders_stay_two_findings_and_memory_stays_apart() -> None:
+    found = [
+        finding("container:a:len", "a", "dict", "unbounded container", container_bytes=1000),
+        finding("container:b:len", "b", "list", "unbounded container"),
+        finding("rss_bytes", growth=9 * MIB),
+    ]
+    out = group_findings(found)
+    holders = sorted(str((f.culprit or {}).get("holder")) for f in out)
+    assert holders == ["None", "a", "b"]
+    # with two culprits, neither is said to hold the process' growth
+    a = next(f for f in out if (f.culprit or {}).get("holder") == "a")
+    assert a.retained_bytes == 1000
+
+
+def test_without_a_holder_the_most_specific_pattern_leads() -> None:
+    found = [
+        finding("tensors:count", None, "torch.Tensor", "tensors kept"),
+        finding("modules:count", None, "ConvNet", "models kept"),
+    ]
+    out = group_findings(found)
+    assert len(out) == 1 and (out[0].culprit or {})["type"] == "ConvNet"
+
+
+def test_retained_at_the_projected_limit() -> None:
+    f = finding("rss_bytes", growth=10 * MIB, window=[100, 1000])
+    f = Finding(**{**f.__dict__, "projected_oom": {"step": 2000, "t_s": None, "limit_bytes": 1}})
+    other = finding("tensors:count", None, "torch.Tensor", "tensors kept")
+    out = group_findings([f, other])
+    # 10 MiB now, +1 KiB/step for the 1,000 steps to the limit
+    assert out[0].retained_bytes_at_oom == 10 * MIB + 1024 * 1000
+
+
+# -- carried graphs and growing holders --------------------------------------------------------
+
+
+def census(step: Optional[int], carried: List[Dict[str, Any]], **extra: Any) -> Dict[str, Any]:
+    entry: Dict[str, Any] = {
+        "step": step,
+        "t": (step or 0) * 0.1,
+        "types": {"dict": {"count": 100}},
+        "tensors": {"count": 5, "grad_fn_count": 2},
+        "graphs": {"nodes": 1, "roots": 1, "largest": 0, "cut": "wrappers", "carried": carried},
+        "containers": [],
+    }
+    entry.update(extra)
+    return entry
+
+
+def test_carried_names_the_state_not_what_hangs_below_it() -> None:
+    # GIVEN censuses where `hidden`'s earlier graph outlived each census, and `loss` hangs
+    # below `total` (kept by it)
+    entries = [
+        census(5, []),
+        census(25, [{"holder": "t.py:main:hidden", "kept": 1, "node": "StackBackward0"}]),
+        census(
+            60,
+            [
+                {"holder": "t.py:main:hidden", "kept": 2, "node": "StackBackward0"},
+                {"holder": "t.py:main:out", "kept": 1, "node": "MeanBackward0"},
+            ],
+        ),
+    ]
+    c = culprit_for("rss_bytes", build_profile(entries))
+    assert c is not None and c.holder == "t.py:main:hidden" and c.fix_hint == HINT_DETACH
+    acc = [
+        census(5, []),
+        census(
+            25,
+            [
+                {"holder": "t.py:main:loss", "kept": 1, "node": "NllLossBackward0"},
+                {"holder": "t.py:main:total_loss", "kept": 1, "node": "AddBackward0"},
+                {
+                    "holder": "t.py:main:logits",
+                    "kept": 1,
+                    "node": "AddmmBackward0",
+                    "below": "t.py:main:loss",
+                },
+            ],
+        ),
+    ]
+    c = culprit_for("rss_bytes", build_profile(acc))
+    assert c is not None and c.holder == "t.py:main:total_loss" and c.fix_hint == HINT_CARRIED
+
+
+def test_rates_without_steps_are_per_second() -> None:
+    box = {
+        "holder": "e.py:evaluate:outputs",
+        "type": "list",
+        "len": 400,
+        "first_len": 10,
+        "elem_types": ["torch.Tensor"],
+        "complete": True,
+    }
+    entries = [
+        census(None, [], t=1.0, containers=[{**box, "len": 10}]),
+        census(None, [], t=5.0, containers=[box]),
+    ]
+    c = culprit_for("container:e.py:evaluate:outputs:len", build_profile(entries))
+    assert c is not None and "per second" in c.sentence and "per step" not in c.sentence
+
+
+def _verdict(verdict: str, ci_low: float) -> SignalVerdict:
+    return SignalVerdict(
+        verdict, unit="count", axis="step", family="heap", reason="", n=30, ci_low=ci_low
+    )
+
+
+def test_a_container_that_stopped_growing_is_not_blamed() -> None:
+    # GIVEN a library registry that filled at start-up and the user's list that grows
+    reg = {"holder": "torch.library._impls", "type": "set", "elem_types": ["str"]}
+    mine = {"holder": "__main__.results", "type": "list", "elem_types": ["dict"]}
+    entries = [
+        census(5, [], containers=[{**reg, "len": 100, "first_len": 10}]),
+        census(
+            25,
+            [],
+            containers=[{**reg, "len": 1900, "first_len": 10}, {**mine, "len": 30, "first_len": 5}],
+        ),
+    ]
+    proc = Process(pid=1, census=entries)
+    record = RunRecord(
+        command=["x"],
+        cwd="/",
+        started_at=0.0,
+        duration_s=1.0,
+        exit=ExitInfo(code=0),
+        limits=Limits(),
+        x_axis="step",
+        processes=[proc],
+    )
+    verdicts = {
+        (1, "container:torch.library._impls:len"): _verdict("no_leak", 0.0),
+        (1, "container:__main__.results:len"): _verdict("inconclusive", 0.4),
+    }
+    # WHEN RSS leaks and the culprit is looked for with the verdicts at hand
+    out = attribute(record, [finding("rss_bytes")], verdicts)
+    # THEN the user's list is named, not the faster-grown registry
+    assert (out[0].culprit or {}).get("holder") == "__main__.results"
