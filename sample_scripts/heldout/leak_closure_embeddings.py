@@ -1,5 +1,5 @@
 # expect: leak
-# holder: seen|record_embeddings|make_embedding_logger
+# holder: seen|record_embeddings
 # pattern: detached embedding tensors appended to a list captured by a closure
 # step_ms: 1.3
 """Metric learning (triplet loss) on synthetic clusters, with an embedding logger.

@@ -1,5 +1,5 @@
 # expect: leak
-# holder: augment_log|dataset|SyntheticSigns
+# holder: augment_log|SyntheticSigns
 # pattern: Dataset.__getitem__ appends each augmented sample to a list, in DataLoader workers
 # step_ms: 45
 """Traffic-sign-like classifier on procedurally drawn 32x32 images, with a

@@ -1,5 +1,5 @@
 # expect: leak
-# holder: student_logits|student_feats|evaluate
+# holder: student_logits|student_feats
 # pattern: evaluation loop (no optimizer) keeping every batch's outputs with their autograd graphs
 # step_ms: 170
 """Offline evaluation of a distilled texture classifier: the small "student"

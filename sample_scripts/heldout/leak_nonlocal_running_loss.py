@@ -1,5 +1,5 @@
 # expect: leak
-# holder: running|on_batch|fit_logreg
+# holder: running|on_batch
 # pattern: nonlocal tensor accumulator in a closure: ever longer autograd chain (no optimizer)
 # step_ms: 0.35
 """Logistic regression by hand (no torch.optim): plain SGD on a synthetic
@@ -62,7 +62,7 @@ def fit_logreg(X, y, steps, batch, lr, l2, report_every):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--steps", type=int, default=30000)
+    ap.add_argument("--steps", type=int, default=24000)
     ap.add_argument("--batch", type=int, default=1024)
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--l2", type=float, default=1e-4)

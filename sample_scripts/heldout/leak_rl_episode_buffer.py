@@ -1,5 +1,5 @@
 # expect: leak
-# holder: log_probs|states|rollout|buffer
+# holder: buffer|RolloutBuffer|log_probs|states
 # pattern: RL rollout buffer never cleared; hand-written SGD update (no torch.optim)
 # step_ms: 23
 """Policy gradient (REINFORCE with n-step returns) on 16 hand-written

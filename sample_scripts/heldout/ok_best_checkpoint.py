@@ -42,7 +42,7 @@ def validate(model, X, y):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--steps", type=int, default=3200)
+    ap.add_argument("--steps", type=int, default=2600)
     ap.add_argument("--eval-every", type=int, default=100)
     ap.add_argument("--batch", type=int, default=128)
     args = ap.parse_args()

@@ -69,7 +69,7 @@ def qnet(n_in, n_out):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--env-steps", type=int, default=9000)
+    ap.add_argument("--env-steps", type=int, default=12000)
     ap.add_argument("--capacity", type=int, default=3000)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--sync-every", type=int, default=250)

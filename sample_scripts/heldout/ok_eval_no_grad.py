@@ -60,7 +60,7 @@ def texture_batch(batch, size, n_classes, gen):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--batches", type=int, default=60)
+    ap.add_argument("--batches", type=int, default=50)
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--classes", type=int, default=16)
     ap.add_argument("--width", type=int, default=176)

@@ -54,7 +54,7 @@ class RNNLM(nn.Module):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--steps", type=int, default=150)
+    ap.add_argument("--steps", type=int, default=120)
     ap.add_argument("--bptt", type=int, default=35)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--vocab", type=int, default=2000)
