@@ -541,6 +541,11 @@ def _yn(v: Optional[bool]) -> str:
     return "-" if v is None else ("yes" if v else "NO")
 
 
+def _ever(v: Optional[bool]) -> str:
+    """A correct script called a leak at any cut: YES is the alarm here."""
+    return "-" if v is None else ("YES" if v else "no")
+
+
 def table_rows(results: List[Result], plain: bool) -> Tuple[List[str], List[List[str]]]:
     if plain:
         head = ["corpus", "script", "expect", "step ms", "wall s", "RSS@30% MiB", "RSS@95% MiB"]
@@ -580,7 +585,7 @@ def table_rows(results: List[Result], plain: bool) -> Tuple[List[str], List[List
                 "yes" if r.correct else "NO",
                 _fmt(r.detect_step),
                 _fmt(r.detect_s, ".1f"),
-                _yn(r.ever_leak) if r.expect == "no_leak" else "",
+                _ever(r.ever_leak) if r.expect == "no_leak" else "",
                 (r.holder or "-") if r.expect == "leak" or r.holder else "",
                 _yn(r.holder_ok) if r.expect == "leak" else "",
                 _fmt_bytes(r.retained_bytes),

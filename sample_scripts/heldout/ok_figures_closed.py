@@ -43,7 +43,7 @@ def render(model, step, xs, ys):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--steps", type=int, default=700)
+    ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--plot-every", type=int, default=5)
     args = ap.parse_args()
     torch.manual_seed(0)
