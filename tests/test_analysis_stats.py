@@ -324,12 +324,47 @@ def test_per_signal_false_alarms_on_random_walks() -> None:
     assert rate < 0.01
 
 
+def _time_record(series: Dict[str, np.ndarray], t: np.ndarray) -> RunRecord:
+    proc = Process(
+        pid=1,
+        series={
+            k: Series(step=[None] * len(t), t=t.tolist(), value=v.tolist())
+            for k, v in series.items()
+        },
+    )
+    return RunRecord(
+        command=["synthetic"],
+        cwd="/",
+        started_at=0.0,
+        duration_s=float(t[-1]),
+        exit=ExitInfo(code=0),
+        limits=Limits(ram_bytes=16 * 2**30),
+        x_axis="time",
+        processes=[proc],
+    )
+
+
 def test_a_fast_leak_without_steps_is_a_leak_within_seconds() -> None:
-    # GIVEN a loop without steps sampled every 0.1 s whose RSS grows 50 MB/s in noise
+    # GIVEN a loop without steps sampled every 0.1 s for 4 s: RSS grows 50 MB/s in noise
+    # while a list of its outputs grows
     rng = np.random.default_rng(3)
     t = np.arange(0.0, 4.0, 0.1)
     rss = 300e6 + 50e6 * t + rng.normal(0.0, 2e6, len(t))
-    # WHEN judged on the time axis after 4 s, as one of 20 signals
-    v = judge_series(t, rss, "bytes", axis="time", n_tests=20)
+    outputs = np.floor(t * 30.0)
+    # WHEN the run is analysed on the time axis
+    a = analyze(_time_record({"rss_bytes": rss, "container:e.py:main:outputs:len": outputs}, t))
     # THEN it is a leak already
-    assert v.verdict == "leak", v.reason
+    assert a.verdict == "leak", a.signals
+
+
+def test_a_start_up_ramp_alone_is_not_a_leak() -> None:
+    # GIVEN the same RSS ramp with nothing accumulating: a program importing torch and
+    # building its model for 4 s, before any step
+    rng = np.random.default_rng(4)
+    t = np.arange(0.0, 4.0, 0.1)
+    rss = 20e6 + 70e6 * t + rng.normal(0.0, 2e6, len(t))
+    blocks = 1e5 + 1.2e5 * t
+    # WHEN analysed on the time axis
+    a = analyze(_time_record({"rss_bytes": rss, "py_alloc_blocks": blocks}, t))
+    # THEN it is not called a leak (too short for memory growth alone)
+    assert a.verdict != "leak", a.signals

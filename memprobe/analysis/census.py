@@ -140,7 +140,14 @@ class Profile:
                     node = c.get("node") if isinstance(c.get("node"), str) else None
                     best[holder] = {"holder": holder, "kept": kept, "node": node}
         out = [b for h, b in best.items() if h not in below]
-        return sorted(out, key=lambda b: (-b["kept"], _step_value(b["node"]), len(b["holder"])))
+        return sorted(
+            out,
+            key=lambda b: (
+                -b["kept"],
+                _step_value(b["node"]) or _step_name(b["holder"]),
+                len(b["holder"]),
+            ),
+        )
 
     def last(self, section: str, key: str) -> Any:
         for entry in reversed(self.entries):
@@ -246,6 +253,17 @@ _STEP_VALUE_NODES = ("Loss", "Mean", "Sum", "Squeeze", "Addmm", "Mm", "View", "S
 
 def _step_value(node: Optional[str]) -> bool:
     return node is not None and any(k in node for k in _STEP_VALUE_NODES)
+
+
+# the names ML code gives a step's own values; the state it carries is named otherwise
+_STEP_NAMES = frozenset(
+    ["loss", "losses", "logits", "out", "output", "outputs", "pred", "preds", "y_hat", "yhat"]
+)
+
+
+def _step_name(holder: str) -> bool:
+    last = holder.rsplit(":", 1)[-1].rsplit(".", 1)[-1].lower()
+    return last in _STEP_NAMES
 
 
 def build_profile(census: Sequence[Any], active: Optional[Iterable[str]] = None) -> Profile:

@@ -43,6 +43,7 @@ HINT_NUMPY = "per-step NumPy arrays are kept: preallocate and reuse a buffer, or
 HINT_OBJECTS = "objects of this type accumulate: find who keeps them and drop or bound it"
 
 TENSOR = "torch.Tensor"
+PYPLOT_FIGURES = "matplotlib.pyplot's open figures (Gcf.figs)"
 FIGURE = "matplotlib.figure.Figure"
 NDARRAY = "numpy.ndarray"
 
@@ -123,7 +124,8 @@ def _active_holders(pid: int, verdicts: Mapping[Tuple[int, str], Any]) -> Set[st
 def culprit_for(signal: str, prof: Profile) -> Optional[Culprit]:
     """The culprit behind one growing signal of a process, or None when nothing explains it."""
     if prof.n < 2:
-        return None
+        # no census (a DataLoader worker): a watched container still names itself
+        return _named_by_signal(signal, prof)
     if signal.startswith("container:"):
         holder = signal[len("container:") :].rsplit(":", 1)[0]
         box = next((b for b in prof.containers if b.holder == holder), None)
@@ -153,6 +155,23 @@ def live_culprit(process_census: Sequence[Dict[str, Any]]) -> Optional[str]:
     grows = isinstance(rate, (int, float)) and rate > 0
     grow = f" +{rate:.3g} {what}/step" if grows else f" {what}"
     return f"{c.holder or '?'}{grow}{graph}"
+
+
+def _named_by_signal(signal: str, prof: Profile) -> Optional[Culprit]:
+    if not signal.startswith("container:"):
+        return None
+    holder = signal[len("container:") :].rsplit(":", 1)[0]
+    return _make(
+        prof,
+        None,
+        holder,
+        False,
+        "unbounded container",
+        HINT_CONTAINER,
+        f"`{holder}` gains items every {prof.per} and is never cleared.",
+        {},
+        None,
+    )
 
 
 # -- patterns, most specific first -----------------------------------------------------------
@@ -202,7 +221,9 @@ def _graphs(prof: Profile) -> Optional[Culprit]:
             None,
         )
     carried = prof.carried()
-    if carried and prof.container_of(TENSOR) is None:
+    if carried and prof.top_container() is None:
+        # a growing container of the user's keeps the old graphs when there is one
+        # (``stats[step] = {"loss": loss}``): carried state only without it
         return _carried(prof, carried[0], carried[1:])
     if max(roots, grad) > 0.05 and (
         prof.growth("graph:roots") >= 4 or prof.growth("tensors:grad_fn_count") >= 4
@@ -363,17 +384,22 @@ def _kind(prof: Profile, type_name: str, key: str, hint: str) -> Optional[Culpri
         box = next(
             (b for b in prof.growing() if any("FigureManager" in t for t in b.elem_types)), None
         )
+    holder = box.holder if box else None
+    if holder is None and key == "figures":
+        # no container of the user's holds them: pyplot does, until plt.close(fig)
+        holder = PYPLOT_FIGURES
     ev = _ev(per_step=rate)
     if key != "figures":
         ev["bytes_per_step"] = round(prof.rate("ndarray:bytes"))
+    where = " (kept open by pyplot)" if holder == PYPLOT_FIGURES else ""
     return _make(
         prof,
         type_name,
-        box.holder if box else None,
+        holder,
         False,
         key,
         hint,
-        f"{rate:.3g} more live `{type_name}` per {prof.per}.",
+        f"{rate:.3g} more live `{type_name}` per {prof.per}{where}.",
         ev,
         box,
     )

@@ -35,10 +35,14 @@ class DetectOptions:
     # shorter window is mostly start-up wobble. A noise-free +1/step count is
     # thus called a leak at ~21 steps (measured in the synthetic suite).
     min_span_steps: float = 20.0
-    # On the time axis (a loop without steps, sampled every 0.1 s) two seconds are 20
-    # points: a leak of megabytes per second is a leak within seconds (a 9,000-step RNN
-    # chain grows ~250 MB/s for 2.5 s after its imports on these machines).
-    min_span_seconds: float = 2.0
+    # On the time axis (a program without steps, sampled every 0.1 s) memory grows for
+    # seconds while it imports and builds its model (torch's import alone: ~300 MB in
+    # 1-3 s): memory and heap signals need 10 s there. When something accumulates in the
+    # process (an object count grows, a graph carried across steps), two seconds (20
+    # points) suffice: a leak of megabytes per second is a leak within seconds (a
+    # 9,000-step RNN chain grows ~250 MB/s for ~1.5 s after its imports here).
+    min_span_seconds: float = 10.0
+    min_span_seconds_backed: float = 2.0
 
     # Practical significance for byte signals: a leak must grow at least this
     # much per step (per second on the time axis) AND at least

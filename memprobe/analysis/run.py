@@ -76,25 +76,82 @@ def count_tests(record: RunRecord) -> int:
 def judge_process(
     process: Process, options: DetectOptions, n_tests: int
 ) -> Dict[str, SignalVerdict]:
-    """Every signal of one process, judged on the process' x-axis."""
+    """Every signal of one process, judged on the process' x-axis.
+
+    On the time axis (a program without steps) memory grows for seconds while it
+    imports and builds its model: memory and heap signals need
+    ``min_span_seconds`` there, unless something accumulates in the process (an
+    object count grows, or the census saw a graph carried across steps): then
+    ``min_span_seconds_backed`` is enough, as it always is for object counts.
+    """
     axis = process_axis(process)
     clock = step_clock(process.series) if axis == "step" else None
-    out: Dict[str, SignalVerdict] = {}
+    backed = replace(options, min_span_seconds=options.min_span_seconds_backed)
+    prepared = {}
     for name, series in sorted(process.series.items()):
         if clock is not None and sum(1 for st in series.step if st is not None) < 3:
             series = with_steps(series, clock)
-        prep = prepare(series, axis)
-        out[name] = judge_series(
+        prepared[name] = prepare(series, axis)
+
+    def judge(name: str, opts: DetectOptions) -> SignalVerdict:
+        prep = prepared[name]
+        return judge_series(
             prep.x,
             prep.y,
             unit_of(name),
-            options,
+            opts,
             axis=axis,
             t=prep.t,
             signal=name,
             n_tests=n_tests,
         )
+
+    out: Dict[str, SignalVerdict] = {}
+    for name in prepared:
+        out[name] = judge(name, backed if _counts_items(name) else options)
+        if axis == "time" and out[name].verdict == INCONCLUSIVE and not _counts_items(name):
+            # flat already: no leak when even over the full span its upper rate bound
+            # could not add up to growth that matters (a short run that never grew)
+            short = judge(name, backed)
+            level = short.last_value if short.last_value is not None else 0.0
+            limit = options.growth_threshold(short.unit, level, short.family)
+            if short.verdict == NO_LEAK and short.ci_high * options.min_span_seconds < limit:
+                out[name] = short
+    if axis == "time" and (_accumulates(out) or carried_in_census(process.census)):
+        # something accumulates: memory that grows with it is less likely a random walk
+        # (half the clearance over its noise band) and needs the short span only
+        memory = replace(backed, min_rise_over_band=options.min_rise_over_band / 2)
+        for name in prepared:
+            if not _counts_items(name) and out[name].verdict == INCONCLUSIVE:
+                out[name] = judge(name, memory)
     return corroborate(out)
+
+
+def _counts_items(name: str) -> bool:
+    """Counts of things a program accumulates: heavy objects and watched containers."""
+    return family_of(name) == "object" or name.startswith(("container:", "graph:held_by:"))
+
+
+# object counts that say something accumulates (a tensor count alone does not: a program
+# builds its model's tensors at start-up, and a few small tensors a step weigh nothing)
+_NOT_ACCUMULATION = ("tensors:count", "tensors:cpu_bytes")
+
+
+def _accumulates(verdicts: Dict[str, SignalVerdict]) -> bool:
+    return any(
+        _counts_items(name) and name not in _NOT_ACCUMULATION and (v.verdict == LEAK or v.growing)
+        for name, v in verdicts.items()
+    )
+
+
+def carried_in_census(census: List[Dict[str, Any]]) -> bool:
+    """The agent saw an earlier census' graph still alive behind a named tensor."""
+    for entry in census:
+        graphs = entry.get("graphs") if isinstance(entry, dict) else None
+        carried = graphs.get("carried") if isinstance(graphs, dict) else None
+        if isinstance(carried, list) and carried:
+            return True
+    return False
 
 
 def corroborate(verdicts: Dict[str, SignalVerdict]) -> Dict[str, SignalVerdict]:
@@ -106,10 +163,20 @@ def corroborate(verdicts: Dict[str, SignalVerdict]) -> Dict[str, SignalVerdict]:
     A heap leak without it is reported as inconclusive.
     """
     out = dict(verdicts)
+    tensors = verdicts.get(TENSOR_COUNT)
+    if tensors is not None and tensors.verdict == LEAK and not _heavy_tensors(verdicts):
+        out[TENSOR_COUNT] = tensors = replace(
+            tensors,
+            verdict=INCONCLUSIVE,
+            growing=False,  # backs nothing either
+            reason=tensors.reason + ", but they hold no graph and no memory grows with them",
+            needed="memory, an autograd graph or tensor bytes growing with it",
+        )
     for name, v in verdicts.items():
         if v.verdict != LEAK or v.family != "heap":
             continue
-        if any(_backs(name, other, ov) for other, ov in verdicts.items() if other != name):
+        v_out = out
+        if any(_backs(name, other, ov) for other, ov in v_out.items() if other != name):
             continue
         out[name] = replace(
             v,
@@ -118,6 +185,20 @@ def corroborate(verdicts: Dict[str, SignalVerdict]) -> Dict[str, SignalVerdict]:
             needed="another signal growing with it (RSS, Python heap blocks, a census series)",
         )
     return out
+
+
+TENSOR_COUNT = "tensors:count"
+
+
+def _heavy_tensors(verdicts: Dict[str, SignalVerdict]) -> bool:
+    """A growing tensor count counts on its own when the tensors are heavy: memory grows
+    with them, or what they hold (autograd graphs, tensor bytes) does."""
+    for name, v in verdicts.items():
+        if name == TENSOR_COUNT or not (v.verdict == LEAK or v.growing):
+            continue
+        if v.family == "memory" or name.startswith(("graph:", "tensors:")):
+            return True
+    return False
 
 
 def _backs(name: str, other: str, v: SignalVerdict) -> bool:

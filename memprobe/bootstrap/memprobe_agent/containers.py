@@ -22,6 +22,7 @@ MAX_WATCH = 8
 NEW_PER_CENSUS = 3
 CANDIDATES_PER_SLOT = 3  # nameless candidates given a referrer search, per free slot
 MAX_CANDIDATES = 256  # grown containers looked for in one walk from the user's roots
+REFERRER_S = 0.05  # the referrer search's share of a census, at most
 MIN_NEW = 4  # items a container new since the last census needs to be a candidate
 STALE_CENSUSES = 4  # a watched container that stopped growing this long gives its slot up
 SCALARS = frozenset(["float", "int", "bool", "complex", "NoneType"])
@@ -59,6 +60,7 @@ class Watch:
         "counted",
         "bytes",
         "bytes_exact",
+        "maxlen",
     )
 
     def __init__(
@@ -81,6 +83,7 @@ class Watch:
         self.graphs: Optional[int] = None  # items that hold an autograd graph (tensor items)
         self.counted = 0  # items counted so far (a list or deque only grows at its end)
         self.bytes: Optional[int] = None  # what its items hold (sizes.deep_size), per census
+        self.maxlen: Optional[int] = None  # a deque's bound (collections.deque(maxlen=N))
         self.bytes_exact = False
 
     def count_graphs(self, obj: Any) -> None:
@@ -131,7 +134,9 @@ class Watch:
         return self.path is not None and self.path[0][0] == "frame"
 
     def measure(self, obj: Any) -> None:
-        """Bytes its items hold now (bounded: see sizes.py)."""
+        """Bytes its items hold now (bounded: see sizes.py), and a deque's bound."""
+        if type(obj) is collections.deque:
+            self.maxlen = obj.maxlen  # a C getter
         if self.scalar:
             return
         try:
@@ -147,6 +152,7 @@ class Watch:
 
     def entry(self) -> Dict[str, Any]:
         return {
+            "maxlen": self.maxlen,
             "holder": self.holder,
             "type": self.type,
             "len": self.len,
@@ -273,8 +279,12 @@ class ContainerTracker:
         # search (a heap scan a level) only for the largest few it did not reach
         found = roots.search({id(o) for o in objs}, deadline)
         rest = [i for i, o in enumerate(objs) if id(o) not in found][: room * CANDIDATES_PER_SLOT]
-        if rest and time.perf_counter() < deadline:
-            more = holders.find_holders([objs[i] for i in rest], deadline, exclude | {id(objs)})
+        mine = any(_rank(found.get(id(o)), o, (1, 0), False)[0] == _USER for o in objs)
+        if rest and not mine and time.perf_counter() < deadline:
+            # nothing the user's roots lead to grew: ask the heap who holds the largest few
+            # (a heap scan a level, so briefly)
+            short = min(deadline, time.perf_counter() + REFERRER_S)
+            more = holders.find_holders([objs[i] for i in rest], short, exclude | {id(objs)})
             for i, r in zip(rest, more):
                 found[id(objs[i])] = r
         ranked = sorted(
@@ -302,7 +312,7 @@ class ContainerTracker:
     def values(self) -> Dict[str, float]:
         out: Dict[str, float] = {}
         for w in self.watched.values():
-            if w.misses == 0 and not w.scalar:
+            if w.misses == 0 and not w.scalar and w.maxlen is None:
                 out[f"container:{w.holder}:len"] = w.len
                 if w.graphs is not None:
                     out[f"graph:held_by:{w.holder}"] = w.graphs
@@ -314,8 +324,8 @@ class ContainerTracker:
         out: Dict[str, float] = {}
         by_key: Optional[Dict[Any, Any]] = None
         for w in self.watched.values():
-            if not w.followable() or w.misses or w.scalar:
-                continue
+            if not w.followable() or w.misses or w.scalar or w.maxlen is not None:
+                continue  # a bounded deque fills, then stops: no series of its own
             if by_key is None and w.frame_rooted():
                 by_key = frames.running_by_key()
             obj = w.find(by_key)

@@ -25,6 +25,7 @@ from .containers import ContainerTracker
 from .tmwindow import TraceWindow
 
 MAX_WATCHED_TYPES = 12
+FORCED = 4  # censuses at fixed steps (5, 25, 100, 400) whatever the budget
 SUSPICIOUS_DELTA = 4  # items gained between two censuses that start a tracemalloc window
 TM_MIN_GAP_S = 30.0
 # A program without steps (an evaluation loop, a generation of an evolutionary search, a
@@ -73,9 +74,12 @@ class Expensive:
         self.deadline_s = float(cfg.get("census_deadline_s", 1.0))
         # two censuses at fixed steps (5 and 25 by default) whatever the budget, so that a
         # short run still sees a container grow; their cost is a debt the budget repays
+        # fixed-step censuses at steps 5, 25, 100 and 400 whatever the budget: a short run
+        # still sees a container grow, a slow one too (one item in forty steps); their cost
+        # is a debt the budget repays
         self.force_at = int(cfg.get("census_first_step", 5))
-        self.force_gap = int(cfg.get("census_second_after", 20))
-        self.forced_left = 2
+        self.force_steps = [25, 100, 400]
+        self.forced_left = FORCED
         # watched containers followed by path: a few microseconds, at the cheap-sample pace
         self.poll_s = max(0.05, float(cfg.get("sample_interval_s", 0.1)))
         self.tracker = ContainerTracker()
@@ -113,8 +117,10 @@ class Expensive:
             force = self.forced_left > 0 and step >= self.force_at
             if force:
                 self.forced_left -= 1
-                self.force_at = step + self.force_gap
-            if force or self.forced_left < 2:
+                later = [s for s in self.force_steps if s > step]
+                self.force_at = later[0] if later else step
+                self.force_steps = later[1:]
+            if force or self.forced_left < FORCED:
                 self._due(step, now, force=force)
         finally:
             self._lock.release()
