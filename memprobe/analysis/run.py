@@ -117,14 +117,18 @@ def judge_process(
             limit = options.growth_threshold(short.unit, level, short.family)
             if short.verdict == NO_LEAK and short.ci_high * options.min_span_seconds < limit:
                 out[name] = short
-    if axis == "time" and (_accumulates(out) or carried_in_census(process.census)):
+    if _accumulates(out) or carried_in_census(process.census):
         # something accumulates: memory that grows with it is less likely a random walk
-        # (half the clearance over its noise band) and needs the short span only
-        memory = replace(backed, min_rise_over_band=options.min_rise_over_band / 2)
+        # (half the clearance over its noise band) and, without steps, needs the short
+        # span only
+        memory = replace(
+            backed if axis == "time" else options,
+            min_rise_over_band=options.min_rise_over_band / 2,
+        )
         for name in prepared:
             if not _counts_items(name) and out[name].verdict == INCONCLUSIVE:
                 out[name] = judge(name, memory)
-    return corroborate(out)
+    return corroborate(out, carried_in_census(process.census))
 
 
 def _counts_items(name: str) -> bool:
@@ -154,7 +158,9 @@ def carried_in_census(census: List[Dict[str, Any]]) -> bool:
     return False
 
 
-def corroborate(verdicts: Dict[str, SignalVerdict]) -> Dict[str, SignalVerdict]:
+def corroborate(
+    verdicts: Dict[str, SignalVerdict], graphs_carried: bool = False
+) -> Dict[str, SignalVerdict]:
     """Heap-count leaks count only with backing from another signal.
 
     Backing is a leak or a significant growth above its practical rate (see
@@ -164,7 +170,12 @@ def corroborate(verdicts: Dict[str, SignalVerdict]) -> Dict[str, SignalVerdict]:
     """
     out = dict(verdicts)
     tensors = verdicts.get(TENSOR_COUNT)
-    if tensors is not None and tensors.verdict == LEAK and not _heavy_tensors(verdicts):
+    if (
+        tensors is not None
+        and tensors.verdict == LEAK
+        and not graphs_carried  # the census saw them hold a graph carried across steps
+        and not _heavy_tensors(verdicts)
+    ):
         out[TENSOR_COUNT] = tensors = replace(
             tensors,
             verdict=INCONCLUSIVE,
@@ -222,6 +233,8 @@ def run_verdict(verdicts: List[SignalVerdict], min_points: int = 10) -> str:
     ]
     if any(v.verdict == LEAK for v in counted):
         return LEAK
+    if any(v.family == "memory" and v.substantial and v.verdict != NO_LEAK for v in counted):
+        return INCONCLUSIVE  # memory grows by what counts: never "no leak" yet
     if any(v.verdict == NO_LEAK and v.family == "memory" for v in counted):
         return NO_LEAK
     judged = [v for v in counted if v.verdict != INCONCLUSIVE]

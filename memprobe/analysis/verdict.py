@@ -77,6 +77,9 @@ class SignalVerdict:
     # grows significantly at or above the rate that counts, clear of noise or not:
     # enough to back up another signal's leak (see run.corroborate)
     growing: bool = False
+    # ... and by at least what counts in all over the window: enough to keep a run from
+    # being called "no leak" (see run.run_verdict)
+    substantial: bool = False
 
     def summary(self) -> Dict[str, Any]:
         """The per-signal entry of ``RunRecord.signals``."""
@@ -269,6 +272,7 @@ def _judge_window(
         floor=floor,
         inflation=tr.inflation,
         growing=tr.ci_low > 0 and tr.slope >= rate_thr,
+        substantial=(tr.ci_low > 0 and tr.slope >= rate_thr and growth >= thr * span and thr > 0),
         **base,
     )
     fmt = fmt_rate(unit, word)

@@ -1,0 +1,83 @@
+"""Where a leaking list can live (issue 12): ``python holder_shapes.py SHAPE STEPS``.
+
+Each shape appends every step's loss tensor (with its graph) to a list held in a
+different place; ``drop`` grows a main()-local list, then lets it go and says how soon
+it was freed (a profiler must not keep alive what the program dropped).
+"""
+
+import sys
+import time
+import weakref
+
+import torch
+from torch import nn
+
+torch.set_num_threads(1)
+
+
+class Tracker:
+    records = []  # a class attribute
+
+
+def log_metric(x, buf=[]):  # noqa: B006 - a mutable default argument, on purpose
+    buf.append(x)
+
+
+def make_logger():
+    history = []
+
+    def log(x):
+        history.append(x)  # a closure cell
+
+    return log
+
+
+def batches(n):
+    seen = []  # a generator's local
+    for _ in range(n):
+        x = torch.randn(8, 16)
+        seen.append(x)
+        yield x
+
+
+class Sentinel:
+    pass
+
+
+def main(shape, steps):
+    model = nn.Linear(16, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    losses = [Sentinel()]
+    freed = weakref.ref(losses[0])
+    by_step = {}
+    log = make_logger()
+    stream = batches(steps) if shape == "generator" else None
+    dropped_at = None
+    for step in range(steps):
+        x = next(stream) if stream is not None else torch.randn(8, 16)
+        loss = model(x).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if shape == "local" or (shape == "drop" and dropped_at is None):
+            losses.append(loss)
+        elif shape == "closure":
+            log(loss)
+        elif shape == "default":
+            log_metric(loss)
+        elif shape == "classattr":
+            Tracker.records.append(loss)
+        elif shape == "bystep":
+            by_step[step] = loss
+        if shape == "drop" and step == steps // 2:
+            losses = None  # the program lets the list go
+            dropped_at = time.monotonic()
+        if dropped_at is not None and freed() is None:
+            print(f"freed {time.monotonic() - dropped_at:.3f} s after the drop")
+            return
+        time.sleep(0.005)
+    print("done" if shape != "drop" else "NOT FREED")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]))

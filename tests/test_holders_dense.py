@@ -1,0 +1,85 @@
+"""Dense evidence wherever a leak is held (issue 12): the agent in a real target process.
+
+A list of loss tensors is held in a function local, a closure, a default argument, a
+class attribute, a dict keyed by step or a generator's local; the agent must name it the
+way a person would and read its length at the cheap-sample pace (not only at censuses),
+and a list the program drops must be freed as in a plain run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import pytest
+
+from conftest import ROOT, SCRIPTS
+
+pytest.importorskip("torch")
+
+SHAPES = {
+    "local": "holder_shapes.py:main:losses",
+    "closure": "holder_shapes.py:main:log:history",
+    "default": "__main__.log_metric(buf=…)",
+    "classattr": "__main__.Tracker.records",
+    "bystep": "holder_shapes.py:main:by_step",
+    "generator": "holder_shapes.py:main:stream:seen",
+}
+
+
+def _agent_run(tmp_path: Path, *args: str) -> Tuple[subprocess.CompletedProcess[str], Path]:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT / "memprobe" / "bootstrap")
+    env["MEMPROBE_CONFIG"] = json.dumps({"run_dir": str(run_dir)})
+    env["OMP_NUM_THREADS"] = "1"
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPTS / "holder_shapes.py"), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    return proc, run_dir
+
+
+def _series(run_dir: Path) -> Dict[str, List[float]]:
+    out: Dict[str, List[float]] = {}
+    for path in run_dir.glob("proc-*.jsonl"):
+        for line in path.read_text().splitlines():
+            msg = json.loads(line)
+            if msg["k"] in ("sample", "census"):
+                for name, value in msg.get("v", {}).items():
+                    out.setdefault(name, []).append(value)
+    return out
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_the_holder_is_named_and_read_between_censuses(shape: str, tmp_path: Path) -> None:
+    # GIVEN 400 steps (~3 s) appending each loss to a list held as ``shape`` says
+    proc, run_dir = _agent_run(tmp_path, shape, "400")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    series = _series(run_dir)
+    # THEN the list's length is a series under the name a person knows it by, with many
+    # more points than there were censuses
+    name = f"container:{SHAPES[shape]}:len"
+    assert name in series, sorted(k for k in series if k.startswith("container:"))
+    censuses = sum(p.read_text().count('"k":"census"') for p in run_dir.glob("proc-*.jsonl"))
+    assert len(series[name]) >= 20 and len(series[name]) > 3 * censuses
+    assert series[name][-1] > series[name][0]
+
+
+def test_a_list_the_program_drops_is_freed(tmp_path: Path) -> None:
+    # GIVEN a main()-local list watched by the agent, which the program then drops
+    proc, run_dir = _agent_run(tmp_path, "drop", "400")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # THEN it is freed at once, as in a plain run (nothing of the agent's keeps it)
+    assert "freed" in proc.stdout, proc.stdout
+    seconds = float(proc.stdout.split("freed ")[1].split(" s")[0])
+    assert seconds < 0.1
+    assert any(k.endswith("main:losses:len") for k in _series(run_dir))
