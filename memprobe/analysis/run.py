@@ -128,7 +128,33 @@ def judge_process(
         for name in prepared:
             if not _counts_items(name) and out[name].verdict == INCONCLUSIVE:
                 out[name] = judge(name, memory)
-    return corroborate(out, carried_in_census(process.census))
+    items = items_bytes_rate(process.census, axis)
+    heavy_items = items >= options.rate_threshold("bytes", axis)
+    return corroborate(out, carried_in_census(process.census), heavy_items)
+
+
+def items_bytes_rate(census: List[Dict[str, Any]], axis: str) -> float:
+    """The fastest growth, in bytes per step (per second without steps), of what a watched
+    container's items hold, as the agent measured them at each census: memory evidence of
+    its own when the process' memory series are too short to say."""
+    first: Dict[str, Tuple[float, float]] = {}
+    best = 0.0
+    for entry in census:
+        if not isinstance(entry, dict):
+            continue
+        x = entry.get("step") if axis == "step" else entry.get("t")
+        if not isinstance(x, (int, float)) or isinstance(x, bool):
+            continue
+        for box in entry.get("containers") or []:
+            if not isinstance(box, dict) or not isinstance(box.get("holder"), str):
+                continue
+            nbytes = box.get("bytes")
+            if not isinstance(nbytes, (int, float)) or isinstance(nbytes, bool):
+                continue
+            x0, b0 = first.setdefault(box["holder"], (float(x), float(nbytes)))
+            if x > x0:
+                best = max(best, (float(nbytes) - b0) / (float(x) - x0))
+    return best
 
 
 def _counts_items(name: str) -> bool:
@@ -159,7 +185,7 @@ def carried_in_census(census: List[Dict[str, Any]]) -> bool:
 
 
 def corroborate(
-    verdicts: Dict[str, SignalVerdict], graphs_carried: bool = False
+    verdicts: Dict[str, SignalVerdict], graphs_carried: bool = False, heavy_items: bool = False
 ) -> Dict[str, SignalVerdict]:
     """Heap-count leaks count only with backing from another signal.
 
@@ -174,6 +200,7 @@ def corroborate(
         tensors is not None
         and tensors.verdict == LEAK
         and not graphs_carried  # the census saw them hold a graph carried across steps
+        and not heavy_items  # a watched container's items grow by bytes that count
         and not _heavy_tensors(verdicts)
     ):
         out[TENSOR_COUNT] = tensors = replace(
@@ -187,6 +214,8 @@ def corroborate(
         if v.verdict != LEAK or v.family != "heap":
             continue
         v_out = out
+        if heavy_items and name.startswith("container:"):
+            continue  # its items grow by bytes that count
         if any(_backs(name, other, ov) for other, ov in v_out.items() if other != name):
             continue
         out[name] = replace(

@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, Optional
 from . import cheap, expensive, identity, relay, wire, workerdata
 
 _agent: Optional[Agent] = None
+JOIN_AT_EXIT_S = 2.0
 _hook_registered = False
 
 
@@ -79,6 +80,13 @@ class Agent:
 
     def close(self, reason: str) -> None:
         self._stop.set()
+        # The interpreter is about to finalize: a daemon thread still inside torch's C++
+        # code then is ended by pthread_exit, and an unwind through a noexcept frame
+        # aborts the whole process (SIGABRT, "terminate called without an active
+        # exception"). Let the background thread leave what it is doing first.
+        thread = getattr(self, "_thread", None)
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=JOIN_AT_EXIT_S)
         # no sample and no census here: the program's own code has finished (its main()
         # returned, its locals are gone), and a point taken now would say its memory fell.
         # Only an open tracemalloc window is closed, for where the leak was allocated.

@@ -206,7 +206,13 @@ class Expensive:
 
     # -- the census ------------------------------------------------------------------------
 
+    def stopping(self) -> bool:
+        stop = getattr(self.agent, "_stop", None)
+        return bool(stop is not None and stop.is_set())
+
     def _census(self, step: Optional[int], now: float, tm_result: Optional[Dict[str, Any]]) -> None:
+        if self.stopping():
+            return  # the process is exiting: touch nothing of the target's any more
         agent_thread = getattr(self.agent, "thread_ident", None)
         if threadsafe.others_mid_iteration((threading.get_ident(), agent_thread)):
             # another thread may be filling a tuple the census would hold: try again shortly
@@ -238,6 +244,9 @@ class Expensive:
         v: Dict[str, float] = res["v"]
         payload: Dict[str, Any] = res["payload"]
         counts: Dict[str, int] = payload.pop("_counts")
+        if self.stopping():
+            del res
+            return
         holder_deadline = time.perf_counter() + self.deadline_s / 4
         t_hold = time.perf_counter()
         self._graph_holder(res, v, payload, holder_deadline)
