@@ -46,6 +46,9 @@ class Judge(Protocol):
 
 
 VERDICT_STYLE = {"leak": "bold red", "no_leak": "green", "inconclusive": "yellow"}
+# the launcher calls update() at every poll (0.2 s); the table is rebuilt at most this often
+# (it shows whole seconds, and Rich redraws it 4 times a second from the last one built)
+MIN_UPDATE_S = 1.0
 MAX_ROWS = 16
 MAX_SIGNAL_ROWS = 8
 
@@ -185,6 +188,7 @@ class LiveDisplay:
         self._partial: Dict[str, bytes] = {}
         self._renderable: RenderableType = Text("")
         self._judge_failed = False
+        self._built = float("-inf")
 
     def start(self, state: RunState) -> None:
         self._live = Live(
@@ -197,8 +201,11 @@ class LiveDisplay:
         )
         self._live.start()
 
-    def update(self, state: RunState) -> None:
+    def update(self, state: RunState, force: bool = False) -> None:
         now = time.monotonic()
+        if not force and now - self._built < MIN_UPDATE_S:
+            return
+        self._built = now
         verdicts: Optional[Verdicts] = None
         header: Optional[Text] = None
         rows: Optional[List[SignalRow]] = None
@@ -231,7 +238,7 @@ class LiveDisplay:
                         Text.from_ansi(rest.decode("utf-8", "replace")), soft_wrap=True
                     )
             self._partial.clear()
-        self.update(state)
+        self.update(state, force=True)
         if self._live is not None:
             self._live.stop()
 
