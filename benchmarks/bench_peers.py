@@ -11,6 +11,8 @@ from round to round so that drift in the machine's load falls on all of them ali
 
 - ``plain``: the loop with memprobe's venv interpreter;
 - ``memprobe``: ``memprobe run --no-live`` at defaults (census, holders, tracemalloc auto);
+- ``memprobe-live`` (only when asked for with ``--tools``): ``memprobe run --live`` on a
+  pseudo-terminal of 120 x 50, the live table drawn with its live judge, as a person sees it;
 - ``plain-peers``: the loop with the peers' interpreter (the baseline of the peers' ratios;
   same Python, same torch wheel, so it should match ``plain``: the pair shows the noise);
 - ``memray``: ``memray run``; ``memray-native``: ``memray run --native``;
@@ -65,10 +67,21 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 LOOP = HERE / "train_loop.py"
 STEP_COST = HERE / "step_cost.py"
-ALL_TOOLS = ("plain", "memprobe", "plain-peers", "memray", "memray-native", "scalene", "mprof")
+ALL_TOOLS = (
+    "plain",
+    "memprobe",
+    "memprobe-live",
+    "plain-peers",
+    "memray",
+    "memray-native",
+    "scalene",
+    "mprof",
+)
+DEFAULT_TOOLS = tuple(t for t in ALL_TOOLS if t != "memprobe-live")
 BASELINE = {
     "plain": None,
     "memprobe": "plain",
+    "memprobe-live": "plain",
     "plain-peers": "plain",
     "memray": "plain-peers",
     "memray-native": "plain-peers",
@@ -111,7 +124,7 @@ class Tools:
             "mprof": "mprof",
         }
         for tool in wanted:
-            if tool in ("plain", "memprobe"):
+            if tool in ("plain", "memprobe", "memprobe-live"):
                 t.found[tool] = sys.executable
             elif tool == "plain-peers":
                 if peers_py:
@@ -134,6 +147,8 @@ class Tools:
             return [exe, *loop]
         if tool == "memprobe":
             return [exe, "-m", "memprobe", "run", "--no-live", "-o", out + ".json", *loop]
+        if tool == "memprobe-live":  # run on a pseudo-terminal: the live table is drawn
+            return [exe, "-m", "memprobe", "run", "--live", "-o", out + ".json", *loop]
         if tool == "memray":
             return [exe, "run", "-q", "-f", "-o", out + ".bin", *loop]
         if tool == "memray-native":
@@ -204,12 +219,36 @@ class TreeCpu:
         return at(t1) - at(t0)
 
 
-def run_once(cmd: List[str], timeout: float) -> Dict[str, Any]:
+def _pty(rows: int = 50, cols: int = 120) -> Tuple[int, int]:
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    return master, slave
+
+
+def run_once(cmd: List[str], timeout: float, tty: bool = False) -> Dict[str, Any]:
+    """Run one command; its loop's result comes through a file (BENCH_RESULT). ``tty``: the
+    command gets a pseudo-terminal for stdin/stdout/stderr (memprobe draws its live table)."""
+    fd, result_path = tempfile.mkstemp(prefix="bench-result-")
+    os.close(fd)
+    e = env()
+    e["BENCH_RESULT"] = result_path
+    master = slave = -1
+    if tty:
+        master, slave = _pty()
+        e["TERM"] = "xterm-256color"
+        streams: Dict[str, Any] = {"stdin": slave, "stdout": slave, "stderr": slave}
+    else:
+        streams = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
     t0 = time.perf_counter()
     w0 = time.time()
-    proc = subprocess.Popen(
-        cmd, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    proc = subprocess.Popen(cmd, env=e, text=not tty, start_new_session=tty, **streams)
+    if tty:
+        os.close(slave)
     poll = TreeCpu(proc.pid)
     out_chunks: List[str] = []
     err_chunks: List[str] = []
@@ -218,10 +257,24 @@ def run_once(cmd: List[str], timeout: float) -> Dict[str, Any]:
         for line in stream:
             into.append(line)
 
-    readers = [
-        threading.Thread(target=drain, args=(proc.stdout, out_chunks), daemon=True),
-        threading.Thread(target=drain, args=(proc.stderr, err_chunks), daemon=True),
-    ]
+    def drain_pty() -> None:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            out_chunks.append(data.decode("utf-8", "replace")[-2000:])
+            del out_chunks[:-4]
+
+    if tty:
+        readers = [threading.Thread(target=drain_pty, daemon=True)]
+    else:
+        readers = [
+            threading.Thread(target=drain, args=(proc.stdout, out_chunks), daemon=True),
+            threading.Thread(target=drain, args=(proc.stderr, err_chunks), daemon=True),
+        ]
     for r in readers:
         r.start()
     deadline = time.monotonic() + timeout
@@ -243,11 +296,14 @@ def run_once(cmd: List[str], timeout: float) -> Dict[str, Any]:
     poll.stop()
     for r in readers:
         r.join(timeout=5)
-    stdout, stderr = "".join(out_chunks), "".join(err_chunks)
+    if tty:
+        os.close(master)
+    stderr = "".join(err_chunks or out_chunks)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {stderr[-2000:]}")
-    line = next(ln for ln in stdout.splitlines() if ln.startswith("{") and '"loop_s"' in ln)
-    res = json.loads(line)
+    with open(result_path) as f:
+        res = json.loads(f.read().strip().splitlines()[-1])
+    os.unlink(result_path)
     outside = poll.outside_cpu(res["pid"], res["loop_t0_epoch"], res["loop_t1_epoch"]) or 0.0
     return {
         "loop_s": res["loop_s"],
@@ -307,7 +363,7 @@ def bench_loop(
                         continue
                     n = min(steps, scalene_steps)
                 cmd = tools.command(tool, ["--size", size, "--steps", str(n)], tmp)
-                res = run_once(cmd, timeout)
+                res = run_once(cmd, timeout, tty=tool == "memprobe-live")
                 runs[tool].append(res)
                 if res.get("timeout"):
                     print(
@@ -450,7 +506,7 @@ def machine() -> Dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", nargs="+", default=["small", "large"])
-    ap.add_argument("--tools", nargs="+", default=list(ALL_TOOLS), choices=ALL_TOOLS)
+    ap.add_argument("--tools", nargs="+", default=list(DEFAULT_TOOLS), choices=ALL_TOOLS)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=10.0, help="loop length of each run")
     ap.add_argument("--steps", nargs="+", type=int, default=[], help="steps per --sizes entry")
