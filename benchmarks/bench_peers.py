@@ -11,6 +11,8 @@ from round to round so that drift in the machine's load falls on all of them ali
 
 - ``plain``: the loop with memprobe's venv interpreter;
 - ``memprobe``: ``memprobe run --no-live`` at defaults (census, holders, tracemalloc auto);
+- ``memprobe-budget1``: the same with ``--budget 0.01`` (the census's share of wall time at
+  1 % instead of the default 3 %: what the default costs);
 - ``memprobe-live`` (only when asked for with ``--tools``): ``memprobe run --live`` on a
   pseudo-terminal of 120 x 50, the live table drawn with its live judge, as a person sees it;
 - ``plain-peers``: the loop with the peers' interpreter (the baseline of the peers' ratios;
@@ -70,6 +72,7 @@ STEP_COST = HERE / "step_cost.py"
 ALL_TOOLS = (
     "plain",
     "memprobe",
+    "memprobe-budget1",
     "memprobe-live",
     "plain-peers",
     "memray",
@@ -81,6 +84,7 @@ DEFAULT_TOOLS = tuple(t for t in ALL_TOOLS if t != "memprobe-live")
 BASELINE = {
     "plain": None,
     "memprobe": "plain",
+    "memprobe-budget1": "plain",
     "memprobe-live": "plain",
     "plain-peers": "plain",
     "memray": "plain-peers",
@@ -124,7 +128,7 @@ class Tools:
             "mprof": "mprof",
         }
         for tool in wanted:
-            if tool in ("plain", "memprobe", "memprobe-live"):
+            if tool in ("plain", "memprobe", "memprobe-budget1", "memprobe-live"):
                 t.found[tool] = sys.executable
             elif tool == "plain-peers":
                 if peers_py:
@@ -147,6 +151,9 @@ class Tools:
             return [exe, *loop]
         if tool == "memprobe":
             return [exe, "-m", "memprobe", "run", "--no-live", "-o", out + ".json", *loop]
+        if tool == "memprobe-budget1":  # the census budget at 1 % instead of 3 %
+            return [exe, "-m", "memprobe", "run", "--no-live", "--budget", "0.01", "-o",
+                    out + ".json", *loop]  # fmt: skip
         if tool == "memprobe-live":  # run on a pseudo-terminal: the live table is drawn
             return [exe, "-m", "memprobe", "run", "--live", "-o", out + ".json", *loop]
         if tool == "memray":
@@ -510,7 +517,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=10.0, help="loop length of each run")
     ap.add_argument("--steps", nargs="+", type=int, default=[], help="steps per --sizes entry")
-    ap.add_argument("--scalene-steps", type=int, default=50)
+    ap.add_argument("--scalene-steps", type=int, default=20)
     ap.add_argument("--scalene-rounds", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=300.0, help="per run")
     ap.add_argument("--peers", default=str(ROOT / ".venv-peers" / "bin"))

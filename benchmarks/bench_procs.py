@@ -152,7 +152,10 @@ def run(procs: int, seconds: float, display_kind: str) -> Dict[str, Any]:
         p = state.procs.get(pid)
         for name, n in counts.items():
             values_written += n
-            got = len(p.series[name]) if p is not None and name in p.series else 0
+            buf = p.series.get(name) if p is not None else None
+            # samples taken in before any down-sampling (a memprobe before bounded buffers:
+            # every sample is still in the list)
+            got = 0 if buf is None else getattr(buf, "n", None) or len(buf.value)
             if got != n:
                 dropped[f"{pid}:{name}"] = n - got
     lags = sorted(probe.lags)
