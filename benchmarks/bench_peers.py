@@ -325,6 +325,8 @@ def run_once(cmd: List[str], timeout: float, tty: bool = False) -> Dict[str, Any
         "exit_wait_s": end_epoch - res["loop_t1_epoch"],
         "start_s": res["loop_t0_epoch"] - w0,
         "maxrss_mb": res["maxrss_kb"] / 1024,
+        "loop_t0_epoch": res["loop_t0_epoch"],
+        "loop_t1_epoch": res["loop_t1_epoch"],
         "steps": res["steps"],
         "step_ms": res["step_ms"],
     }
@@ -371,6 +373,8 @@ def bench_loop(
                     n = min(steps, scalene_steps)
                 cmd = tools.command(tool, ["--size", size, "--steps", str(n)], tmp)
                 res = run_once(cmd, timeout, tty=tool == "memprobe-live")
+                if tool.startswith("memprobe") and not res.get("timeout"):
+                    res["agent"] = agent_account(os.path.join(tmp, tool) + ".json", res)
                 runs[tool].append(res)
                 if res.get("timeout"):
                     print(
@@ -389,6 +393,30 @@ def bench_loop(
     return {"size": size, "steps": steps, "rounds": rounds, "runs": runs}
 
 
+def agent_account(record_path: str, res: Dict[str, Any]) -> Dict[str, Any]:
+    """What the agent says it spent (census payloads of the main process in run.json)."""
+    try:
+        with open(record_path) as f:
+            record = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    main = next((p for p in record["processes"] if p["role"] == "main"), None)
+    full = [c for c in (main or {}).get("census", []) if "types" in c]
+    t0, t1 = (
+        res["loop_t0_epoch"] - record["started_at"],
+        res["loop_t1_epoch"] - record["started_at"],
+    )
+    in_loop = [c for c in full if t0 <= c.get("t", -1.0) <= t1]  # not the exit census
+    census_s = sum(c.get("duration_s", 0.0) for c in in_loop)
+    return {
+        "censuses": len(full),
+        "censuses_in_loop": len(in_loop),
+        "census_s": census_s,
+        "census_share_of_loop": census_s / res["loop_s"] if res.get("loop_s") else None,
+        "verdict": record.get("verdict"),
+    }
+
+
 def _ok(r: Optional[Dict[str, Any]]) -> bool:
     return r is not None and not r.get("timeout")
 
@@ -404,6 +432,13 @@ def summarize(loop: Dict[str, Any]) -> Dict[str, Any]:
             for key in ("step_ms", "outside_share", "exit_wait_s", "maxrss_mb", "wall_s"):
                 vals = [r[key] for r in good]
                 entry[key] = (statistics.median(vals), min(vals), max(vals))
+            shares = [
+                r["agent"]["census_share_of_loop"]
+                for r in good
+                if (r.get("agent") or {}).get("census_share_of_loop") is not None
+            ]
+            if shares:
+                entry["census_share"] = (statistics.median(shares), min(shares), max(shares))
         if base is not None and base in runs:
             ratios: Dict[str, Tuple[float, float, float]] = {}
             for name, fn in RATIOS:
@@ -440,8 +475,8 @@ def report_loop(loop: Dict[str, Any], summary: Dict[str, Any]) -> str:
         f"### {loop['size']} loop: {loop['steps']} steps, {loop['rounds']} rounds",
         "",
         "| tool | vs | runs | ms/step | " + " | ".join(names) + " | outside CPU (% core) "
-        "| wait after loop | peak RSS Δ |",
-        "|---|---|---|---|" + "---|" * len(names) + "---|---|---|",
+        "| wait after loop | peak RSS Δ | census time in loop / loop |",
+        "|---|---|---|---|" + "---|" * len(names) + "---|---|---|---|",
     ]
     for tool, e in summary.items():
         base = BASELINE.get(tool) or ""
@@ -457,6 +492,12 @@ def report_loop(loop: Dict[str, Any], summary: Dict[str, Any]) -> str:
             f"{100 * share[0]:.1f} % ({100 * share[1]:.1f}–{100 * share[2]:.1f})" if share else "–",
             f"{wait[0]:.2f} s" if wait else "–",
             f"{rss:+.0f} MB" if rss is not None else "–",
+            (
+                f"{100 * e['census_share'][0]:.1f} % ({100 * e['census_share'][1]:.1f}–"
+                f"{100 * e['census_share'][2]:.1f})"
+                if e.get("census_share")
+                else "–"
+            ),
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
