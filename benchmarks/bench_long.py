@@ -19,7 +19,8 @@ cleared, a dict population that grows then plateaus, an hourly RSS sawtooth; wit
 RSS with it (2 KiB/step).
 
 Reported, every simulated hour: the parent's RSS (this process: the state it holds), the
-cost of one live-table update (what the launcher does every 0.2 s) and of one live-judge
+cost of one live-table update (build + render; the launcher rebuilds it at most once a
+second) and of one live-judge
 refresh (state.build + analysis, run at most every 2 s), ingestion throughput. At the end:
 the wait for the analysis and the record (build + finalize + save), run.json's size, and
 the verdict of the bounded record against the verdict of a record rebuilt from the same run
