@@ -9,6 +9,8 @@ the same for the second half of its steps alone (the steady state).
 
 import argparse
 import json
+import os
+import resource
 import time
 
 import torch
@@ -30,7 +32,7 @@ for _ in range(depth - 1):
 model = nn.Sequential(*layers, nn.Linear(width, 1))
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 losses = []
-t0, c0 = time.perf_counter(), time.process_time()
+t0, c0, e0 = time.perf_counter(), time.process_time(), time.time()
 half = args.steps // 2
 for step in range(args.steps):
     if step == half:  # the second half: the steady state, past the agent's start-up censuses
@@ -43,16 +45,27 @@ for step in range(args.steps):
     losses.append(loss.item())
 loop_s = time.perf_counter() - t0
 cpu_s = time.process_time() - c0  # all threads of this process: the agent's included
-print(
-    json.dumps(
-        {
-            "size": args.size,
-            "steps": args.steps,
-            "loop_s": loop_s,
-            "loop_cpu_s": cpu_s,
-            "tail_s": loop_s - (t_half - t0),
-            "tail_cpu_s": cpu_s - (c_half - c0),
-            "step_ms": 1000 * loop_s / args.steps,
-        }
-    )
+e1 = time.time()
+usage = resource.getrusage(resource.RUSAGE_SELF)
+result = json.dumps(
+    {
+        "size": args.size,
+        "steps": args.steps,
+        "loop_s": loop_s,
+        "loop_cpu_s": cpu_s,
+        "tail_s": loop_s - (t_half - t0),
+        "tail_cpu_s": cpu_s - (c_half - c0),
+        "step_ms": 1000 * loop_s / args.steps,
+        # for benchmarks/bench_peers.py: who printed this, when the loop ran (wall clock,
+        # to line up with outside CPU samples), the peak RSS so far, the process CPU so far
+        "pid": os.getpid(),
+        "loop_t0_epoch": e0,
+        "loop_t1_epoch": e1,
+        "maxrss_kb": usage.ru_maxrss,
+        "proc_cpu_s": usage.ru_utime + usage.ru_stime,
+    }
 )
+print(result)
+if os.environ.get("BENCH_RESULT"):  # a file too: stdout may be a terminal the bench cannot parse
+    with open(os.environ["BENCH_RESULT"], "a") as f:
+        f.write(result + "\n")

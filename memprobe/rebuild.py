@@ -6,16 +6,22 @@ samples, events, exit) and each agent's ``proc-<pid>.jsonl``.
 
 from __future__ import annotations
 
+import heapq
 import os
-from typing import Any, Dict, List
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from memprobe.bootstrap.memprobe_agent import wire
-from memprobe.collect import PARENT_FILE, RunState, _num, _opt_int
+from memprobe.collect import MAX_POINTS, PARENT_FILE, RunState, _num, _opt_int
 from memprobe.record import ExitInfo, Limits, RecordError, RunRecord
 
+CHUNK = 4 * 1024 * 1024
 
-def rebuild(run_dir: str) -> RunRecord:
-    """Rebuild a run record from a run folder (e.g. one whose memprobe parent was killed)."""
+
+def rebuild(run_dir: str, max_points: Optional[int] = MAX_POINTS) -> RunRecord:
+    """Rebuild a run record from a run folder (e.g. one whose memprobe parent was killed).
+
+    Files are read in chunks, never whole: a day-long run's files are hundreds of MB.
+    ``max_points=None`` keeps every point and census (full resolution)."""
     if not os.path.isdir(run_dir):
         raise RecordError(f"{run_dir} is not a directory")
     parent_path = os.path.join(run_dir, PARENT_FILE)
@@ -24,45 +30,53 @@ def rebuild(run_dir: str) -> RunRecord:
         raise RecordError(f"{run_dir} holds no memprobe run (no {PARENT_FILE}, no proc-*.jsonl)")
     meta: Dict[str, Any] = {}
     exit_msg: Dict[str, Any] = {}
-    outside: List[Dict[str, Any]] = []
+    outside = 0
     parent_events: List[Dict[str, Any]] = []
-    if os.path.exists(parent_path):
-        msgs, _bad = wire.read_file(parent_path)
-        for m in msgs:
+    has_parent = os.path.exists(parent_path)
+    if has_parent:
+        for m in _messages(parent_path, [0]):
             if m["k"] == "meta":
                 meta = m
             elif m["k"] == "outside":
-                outside.append(m)
+                outside += 1  # read again below, once the processes are known
             elif m["k"] == wire.K_EVENT:
                 parent_events.append(m)
             elif m["k"] == wire.K_EXIT:
                 exit_msg = m
+    started_at = _num(meta.get("started_at"))
+    if not started_at:  # no journal: the earliest process start, as ingest needs it now
+        walls = [_num(_first_message(path).get("wall_t0")) for _, path in procs]
+        started_at = min((w for w in walls if w), default=0.0)
     state = RunState(
         command=[str(a) for a in meta.get("command", [])]
         if isinstance(meta.get("command"), list)
         else [],
         cwd=str(meta.get("cwd", "")),
-        started_at=_num(meta.get("started_at")),
+        started_at=started_at,
         limits=_limits(meta.get("limits")),
+        max_points=max_points,
     )
     last_t = 0.0
-    for pid, path in procs:
-        msgs, bad = wire.read_file(path)
-        state.garbage_lines += bad
-        for m in msgs:
+    # every file at once, in time order, as the launcher saw them: an outside sample (USS,
+    # PSS) is stamped with the step its process had reached at that moment
+    bads = [[0] for _ in procs]
+    streams = [
+        _timed(_messages(path, bad), started_at, pid) for (pid, path), bad in zip(procs, bads)
+    ]
+    if outside:
+        streams.append(_timed(_messages(parent_path, [0]), 0.0, None))
+    for _, pid, m in heapq.merge(*streams, key=lambda item: item[0]):
+        if pid is not None:
             state.ingest(pid, m)
+        elif m["k"] == "outside" and isinstance(m.get("pid"), int) and isinstance(m.get("v"), dict):
+            argv = m.get("argv") if isinstance(m.get("argv"), list) else None
+            state.ingest_outside(m["pid"], _num(m.get("t")), m["v"], _opt_int(m.get("ppid")), argv)
+    state.garbage_lines += sum(b[0] for b in bads)
     readable = any(p.has_agent or p.series for p in state.procs.values())
     if not (meta or exit_msg or outside or readable):
         raise RecordError(
             f"{run_dir} holds no readable memprobe data ({state.garbage_lines} unreadable line(s))"
         )
-    if not state.started_at:
-        walls = [p.header.get("wall_t0") for p in state.procs.values()]
-        state.started_at = min((w for w in walls if isinstance(w, float)), default=0.0)
-    for m in outside:
-        if isinstance(m.get("pid"), int) and isinstance(m.get("v"), dict):
-            argv = m.get("argv") if isinstance(m.get("argv"), list) else None
-            state.ingest_outside(m["pid"], _num(m.get("t")), m["v"], _opt_int(m.get("ppid")), argv)
     for m in parent_events:
         state.event(
             _num(m.get("t")), _opt_int(m.get("pid")), str(m.get("kind")), str(m.get("message"))
@@ -90,6 +104,59 @@ def rebuild(run_dir: str) -> RunRecord:
     if not state.command:
         state.command = _first_argv(state)
     return state.build(exit, duration)
+
+
+def _timed(
+    messages: Iterator[Dict[str, Any]], started_at: float, pid: Optional[int]
+) -> Iterator[Tuple[float, Optional[int], Dict[str, Any]]]:
+    """(time on the run's clock, pid, message); never decreasing within one file, so that
+    files merge (an agent's threads may write a line slightly out of order)."""
+    base = 0.0
+    last = float("-inf")
+    for m in messages:
+        if pid is not None and m["k"] == wire.K_HEADER:
+            wall = _num(m.get("wall_t0"))
+            base = wall - started_at if wall else 0.0
+            yield last, pid, m
+            continue
+        t = m.get("t")
+        if isinstance(t, (int, float)) and not isinstance(t, bool) and t == t:
+            last = max(last, base + float(t))
+        yield last, pid, m
+
+
+def _first_message(path: str) -> Dict[str, Any]:
+    try:
+        with open(path, "rb") as f:
+            line = f.readline(1 << 20)
+    except OSError:
+        return {}
+    messages, _, _ = wire.decode_lines(line.rstrip(b"\n") + b"\n")
+    return messages[0] if messages else {}
+
+
+def _messages(path: str, bad: List[int]) -> Iterator[Dict[str, Any]]:
+    """Every message of one file, read a chunk at a time (as ``wire.read_file`` reads it:
+    a last line without its newline counts if it parses); ``bad[0]`` counts garbage."""
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed below, generator-safe
+    except OSError:
+        return
+    tail = b""
+    try:
+        while True:
+            data = f.read(CHUNK)
+            if not data:
+                break
+            messages, tail, n_bad = wire.decode_lines(tail + data)
+            bad[0] += n_bad
+            yield from messages
+    finally:
+        f.close()
+    if tail.strip():
+        messages, _, n_bad = wire.decode_lines(tail + b"\n")
+        bad[0] += n_bad
+        yield from messages
 
 
 def _limits(raw: Any) -> Limits:

@@ -46,6 +46,9 @@ class Judge(Protocol):
 
 
 VERDICT_STYLE = {"leak": "bold red", "no_leak": "green", "inconclusive": "yellow"}
+# the launcher calls update() at every poll (0.2 s); the table is rebuilt and drawn at most
+# this often (it shows whole seconds)
+MIN_UPDATE_S = 1.0
 MAX_ROWS = 16
 MAX_SIGNAL_ROWS = 8
 
@@ -185,20 +188,26 @@ class LiveDisplay:
         self._partial: Dict[str, bytes] = {}
         self._renderable: RenderableType = Text("")
         self._judge_failed = False
+        self._built = float("-inf")
 
     def start(self, state: RunState) -> None:
         self._live = Live(
             get_renderable=lambda: self._renderable,
             console=self.console,
-            refresh_per_second=4,
+            # drawn when the table is rebuilt (update, at most 1/s) and when the target prints,
+            # not 4 times a second: rendering the table was a third of the parent's CPU
+            auto_refresh=False,
             transient=False,
             redirect_stdout=False,
             redirect_stderr=False,
         )
         self._live.start()
 
-    def update(self, state: RunState) -> None:
+    def update(self, state: RunState, force: bool = False) -> None:
         now = time.monotonic()
+        if not force and now - self._built < MIN_UPDATE_S:
+            return
+        self._built = now
         verdicts: Optional[Verdicts] = None
         header: Optional[Text] = None
         rows: Optional[List[SignalRow]] = None
@@ -213,15 +222,23 @@ class LiveDisplay:
                     f"live analysis stopped: {type(e).__name__}: {e}", style="yellow"
                 )
         self._renderable = build_table(state, now - self._t0, verdicts, header, rows)
+        if self._live is not None and self._live.is_started:
+            self._live.refresh()
 
     def output(self, stream: str, data: bytes) -> None:
         with self._lock:
             buf = self._partial.get(stream, b"") + data
             *lines, rest = buf.split(b"\n")
             self._partial[stream] = rest
-            for raw in lines:
-                line = raw.rstrip(b"\r").rsplit(b"\r", 1)[-1].decode("utf-8", "replace")
-                self.console.print(Text.from_ansi(line), soft_wrap=True, highlight=False)
+            if not lines:
+                return
+            # one print for every line of the chunk: each print redraws the live table below
+            # it (~10 ms with 16 processes), so a chatty target must not cost that per line
+            texts = [
+                Text.from_ansi(raw.rstrip(b"\r").rsplit(b"\r", 1)[-1].decode("utf-8", "replace"))
+                for raw in lines
+            ]
+            self.console.print(Text("\n").join(texts), soft_wrap=True, highlight=False)
 
     def stop(self, state: RunState) -> None:
         with self._lock:
@@ -231,7 +248,7 @@ class LiveDisplay:
                         Text.from_ansi(rest.decode("utf-8", "replace")), soft_wrap=True
                     )
             self._partial.clear()
-        self.update(state)
+        self.update(state, force=True)
         if self._live is not None:
             self._live.stop()
 

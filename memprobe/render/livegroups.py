@@ -12,7 +12,7 @@ row; the total row counts them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Set, Tuple
 
 from memprobe.bootstrap.memprobe_agent import wire
@@ -61,7 +61,7 @@ def process_rows(
     hidden = 0
     for p in state.procs.values():
         w = who[p.pid]
-        if not p.rss().value:
+        if not len(p.rss()):
             continue
         if state.short_lived(p, w):
             hidden += 1
@@ -84,7 +84,10 @@ def process_rows(
         if grouped:
             rows.append(_sum_row("group", f"{title} ({len(members)})", built))
         keep = _keep(built, quota)
-        rows.extend(r for r in built if id(r) in keep)
+        # the trend (a pass over the kept points) only for the rows shown
+        rows.extend(
+            replace(r, trend=p.rss().values()) for r, (p, _) in zip(built, members) if id(r) in keep
+        )
         rest = [r for r in built if id(r) not in keep]
         if rest:
             what = title if len(rest) > 1 else singular[title]
@@ -122,21 +125,22 @@ def _label(p: ProcState, w: Who) -> str:
 def _process_row(
     state: RunState, p: ProcState, w: Who, verdicts: Verdicts, indent: bool = False
 ) -> Row:
-    rss = p.rss().value
-    uss_buf = p.series.get(USS)
-    uss = uss_buf.value if uss_buf is not None else []
+    rss = p.rss()
+    uss = p.series.get(USS)
     verdict, rate = _worst(p.pid, verdicts)
+    # first and last samples only: a row costs the same at hour 1 and hour 24
+    r0, r1 = rss.first, rss.last
+    u0, u1 = (uss.first, uss.last) if uss is not None else (None, None)
     return Row(
         kind="process",
         label=_label(p, w),
         pid=p.pid,
         steps=p.steps or None,
         steps_per_s=_steps_per_s(p),
-        rss=rss[-1],
-        rss_delta=rss[-1] - rss[0],
-        uss=uss[-1] if uss else None,
-        uss_delta=uss[-1] - uss[0] if uss else None,
-        trend=list(rss),
+        rss=r1[2] if r1 else None,
+        rss_delta=r1[2] - r0[2] if r0 and r1 else None,
+        uss=u1[2] if u1 else None,
+        uss_delta=u1[2] - u0[2] if u0 and u1 else None,
         rate=rate,
         verdict=verdict,
         ended=is_gone(state, p),
@@ -190,18 +194,8 @@ def _sum_row(kind: str, label: str, rows: List[Row], indent: bool = False) -> Ro
 
 
 def _steps_per_s(p: ProcState) -> Optional[float]:
-    buf = p.series.get(wire.RSS)
-    if buf is None:
-        return None
-    pts = [(t, s) for s, t in zip(buf.step, buf.t) if s is not None]
-    if len(pts) < 2:
-        return None
-    t_end, s_end = pts[-1]
-    # the oldest point within the last 5 s (or the first point of a shorter run)
-    t_start, s_start = next(((t, s) for t, s in reversed(pts) if t_end - t >= 5.0), pts[0])
-    if t_end <= t_start:
-        return None
-    return (s_end - s_start) / (t_end - t_start)
+    """Steps per second over the last few seconds (from the latest step-tagged samples)."""
+    return p.step_rate()
 
 
 def is_gone(state: RunState, p: ProcState) -> bool:

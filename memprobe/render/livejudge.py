@@ -1,7 +1,8 @@
 """Live verdicts for the table: the run's analysis, redone on the growing series.
 
 Analysis costs the parent CPU (a core the target may want), so it runs at most
-every ``min_interval_s`` and never more often than ten times its own cost. A
+every ``min_interval_s`` and never more often than twenty times its own cost (5 % of
+a core at most). A
 displayed verdict changes only when the new one has held for a few evaluations
 in a row (twice that to leave "leak"): a steady run must not flicker. The hysteresis
 is analysis.LiveJudge's; this module only schedules it and shapes rows for the table.
@@ -18,6 +19,8 @@ from memprobe.collect import RunState
 from memprobe.record import ExitInfo
 from memprobe.render.fmt import headline_order, safe_text
 from memprobe.render.live import VERDICT_STYLE, SignalRow, Verdicts
+
+JUDGE_SHARE = 0.05  # of one core: the parent must not compete with the training
 
 
 class LiveJudge:
@@ -41,10 +44,13 @@ class LiveJudge:
         from memprobe.analysis.findings import projection_text, rate_text
         from memprobe.analysis.grouping import group_findings
 
-        record = state.build(ExitInfo(), duration_s=max(0.0, time.time() - state.started_at))
+        record = state.build(
+            ExitInfo(), duration_s=max(0.0, time.time() - state.started_at), compact=False
+        )
         result = analyze(record, self.detect)
         cost = time.monotonic() - now
-        self._next = time.monotonic() + max(self.min_interval_s, 10 * cost)
+        # at most every min_interval_s, and never more than 1/SHARE of a core on average
+        self._next = time.monotonic() + max(self.min_interval_s, cost / JUDGE_SHARE)
         verdicts: Verdicts = {}
         rows: List[SignalRow] = []
         labels = {p.pid: p.label for p in record.processes}
@@ -86,7 +92,7 @@ class LiveJudge:
         elif run == "inconclusive":
             header.append(" · gathering steps", style="dim")
         growing = [
-            (labels.get(p.pid, str(p.pid)), live_culprit(p.census))
+            (labels.get(p.pid, str(p.pid)), live_culprit(p.census.entries()))
             for p in state.procs.values()
             if p.census
         ]
