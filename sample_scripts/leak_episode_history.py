@@ -1,3 +1,5 @@
+# expect: leak
+# holder: agent.history
 """A tiny policy-gradient agent on a toy bandit-like environment.
 
 `Agent.history` records every transition of every episode "for debugging",

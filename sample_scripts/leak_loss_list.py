@@ -1,3 +1,5 @@
+# expect: leak
+# holder: __main__.losses
 """A small regression trainer that keeps every loss *tensor* for a progress report.
 
 The classic leak: `losses.append(loss)` keeps each step's autograd graph (and

@@ -1,3 +1,5 @@
+# expect: leak
+# holder: pyplot|Gcf|figures
 """A training loop that renders a diagnostic plot every few steps for a
 dashboard (PNG bytes sent nowhere in this sample).
 

@@ -1,3 +1,5 @@
+# expect: leak
+# holder: SNAPSHOTS
 """Training with "snapshot ensembling": a copy of the model is kept every few
 steps, to average their predictions at the end.
 

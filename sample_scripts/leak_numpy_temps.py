@@ -1,3 +1,5 @@
+# expect: leak
+# holder: kept
 """Feature extraction for a later PCA: per-step embeddings are kept as NumPy
 arrays in a list for the whole run ("we'll concatenate them at the end").
 

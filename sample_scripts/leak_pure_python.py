@@ -1,3 +1,5 @@
+# expect: leak
+# holder: EVENT_LOG
 """No torch at all: an event log kept at module level grows every iteration.
 
 Each iteration records a small dict with a payload; nothing ever trims the log.

@@ -1,3 +1,5 @@
+# expect: leak
+# holder: main:hidden
 """Adapting a pretrained character GRU to a new corpus: the recurrent core is
 frozen, the embedding and the output head are fine-tuned, chunk by chunk.
 

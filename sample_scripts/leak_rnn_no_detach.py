@@ -1,3 +1,5 @@
+# expect: leak
+# holder: main:hidden
 """Feeding an RNN its own hidden state, never detached (pytorch/pytorch#2198).
 
 A stream is pushed through a vanilla RNN one chunk at a time and the hidden

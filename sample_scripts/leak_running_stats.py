@@ -1,3 +1,5 @@
+# expect: leak
+# holder: stats.mean|stats.var
 """Value-function regression with a running normaliser for monitoring.
 
 `RunningStats.update` keeps an exponential moving average of the value head's

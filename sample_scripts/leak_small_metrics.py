@@ -1,3 +1,5 @@
+# expect: leak
+# holder: metrics_log
 """A trainer that logs per-step metrics into a list on itself - about 1 KB a
 step. Invisible in RSS for a long time (pages, allocator slack); it is found
 through the Python heap and the container's length. Fix: aggregate per epoch,

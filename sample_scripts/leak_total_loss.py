@@ -1,3 +1,5 @@
+# expect: leak
+# holder: total_loss
 """Tabular classifier with a "mean loss so far" readout.
 
 Bug: `total_loss += loss` adds the loss *tensor*, so `total_loss` becomes the

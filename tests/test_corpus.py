@@ -90,9 +90,24 @@ def test_corpus_verdict(script: str, corpus_runs: Dict[str, Tuple[str, float, st
     if expected == "leak":
         assert data["verdict"] == "leak", json.dumps(data.get("signals"), indent=1)[:4000]
         assert leaks and all(f["verdict"] == "leak" for f in leaks)
+        # AND its culprit is held where the script's header says a person would look
+        wanted = expected_holders(SAMPLES / script)
+        named = [str((f.get("culprit") or {}).get("holder") or "") for f in leaks]
+        assert not wanted or any(w.lower() in h.lower() for w in wanted for h in named), (
+            wanted,
+            named,
+        )
     else:
         assert data["verdict"] != "leak", json.dumps(data.get("signals"), indent=1)[:4000]
         assert not leaks
+
+
+def expected_holders(path: Path) -> List[str]:
+    """The ``# holder: a|b`` header of a corpus script (alternatives), or []."""
+    for line in path.read_text().splitlines()[:5]:
+        if line.startswith("# holder:"):
+            return [h.strip() for h in line.split(":", 1)[1].split("|") if h.strip()]
+    return []
 
 
 def test_corpus_non_leaks_settle_to_no_leak(corpus_runs: Dict[str, Tuple[str, float, str]]) -> None:

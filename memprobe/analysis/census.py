@@ -8,6 +8,7 @@ have steps, else per second.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
@@ -207,8 +208,10 @@ class Profile:
         ]
 
     def top_container(self) -> Optional[Container]:
+        """The growing container to blame: a named one, growing fastest (to a tenth: lists
+        filled in the same loop grow alike), then the one whose items hold most bytes."""
         boxes = self.growing()
-        return max(boxes, key=lambda c: (c.complete, c.per_step), default=None)
+        return max(boxes, key=_blame_order, default=None)
 
     def container_of(self, type_name: str) -> Optional[Container]:
         """The fastest-growing container whose last items are of this type."""
@@ -219,7 +222,7 @@ class Profile:
             if type_name in c.elem_types
             or (tensor and any(t.endswith("Tensor") for t in c.elem_types))
         ]
-        return max(boxes, key=lambda c: (c.complete, c.per_step), default=None)
+        return max(boxes, key=_blame_order, default=None)
 
     def location(self) -> Tuple[Optional[str], List[str]]:
         """The user's line that allocated most of what survived the tracemalloc windows."""
@@ -266,9 +269,23 @@ def _step_name(holder: str) -> bool:
     return last in _STEP_NAMES
 
 
-def build_profile(census: Sequence[Any], active: Optional[Iterable[str]] = None) -> Profile:
+def _blame_order(c: Container) -> Tuple[bool, float, float]:
+    rounded = float(f"{c.per_step:.1g}") if c.per_step > 0 else 0.0
+    return (c.complete, rounded, c.bytes or 0.0)
+
+
+# holder -> (x, length) at the first and at the last point of its dense length series
+Lengths = Dict[str, Tuple[float, float, float, float]]
+
+
+def build_profile(
+    census: Sequence[Any],
+    active: Optional[Iterable[str]] = None,
+    lengths: Optional[Lengths] = None,
+) -> Profile:
     """Profile of one process from its census list (``Process.census``); ``active``: the
-    holders whose length series grows, when the verdicts are known."""
+    holders whose length series grows, when the verdicts are known; ``lengths``: their
+    dense length series' ends (the length now, not at the last census)."""
     full = [c for c in census if isinstance(c, dict) and isinstance(c.get("types"), dict)]
     stepped = [c for c in full if isinstance(c.get("step"), int)]
     axis_step = len(stepped) >= 2
@@ -279,10 +296,13 @@ def build_profile(census: Sequence[Any], active: Optional[Iterable[str]] = None)
         for c in census
         if isinstance(c, dict) and isinstance(c.get("tracemalloc"), dict)
     ]
+    boxes = _containers(entries, xs)
+    if lengths:
+        boxes = [_with_series(b, lengths.get(b.holder)) for b in boxes]
     return Profile(
         entries=entries,
         xs=xs,
-        containers=_containers(entries, xs),
+        containers=boxes,
         windows=windows,
         per="step" if axis_step else "second",
         active=frozenset(active) if active is not None else None,
@@ -330,4 +350,31 @@ def _containers(entries: List[Dict[str, Any]], xs: List[float]) -> List[Containe
                 bytes=_num(last_box_bytes.get(holder)),
             )
         )
+    return out
+
+
+def _with_series(box: Container, ends: Optional[Tuple[float, float, float, float]]) -> Container:
+    """A container's length now and its growth rate, from its dense series where it has one."""
+    if ends is None:
+        return box
+    x0, n0, x1, n1 = ends
+    if x1 <= x0 or n1 < box.len:
+        return box
+    base = min(n0, float(box.len - box.growth))
+    rate = (n1 - n0) / (x1 - x0)
+    return dataclasses.replace(
+        box, len=int(n1), growth=int(n1 - base), per_step=max(box.per_step, rate)
+    )
+
+
+def series_lengths(series: Dict[str, Any], axis_step: bool) -> Lengths:
+    """The first and last (x, length) of each ``container:<holder>:len`` series."""
+    out: Lengths = {}
+    for name, s in series.items():
+        if not name.startswith("container:") or not name.endswith(":len"):
+            continue
+        xs = s.step if axis_step else s.t
+        pts = [(float(x), float(v)) for x, v in zip(xs, s.value) if isinstance(x, (int, float))]
+        if len(pts) >= 2:
+            out[name[len("container:") : -len(":len")]] = (*pts[0], *pts[-1])
     return out

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
-from memprobe.analysis.census import Container, Profile, build_profile
+from memprobe.analysis.census import Container, Profile, build_profile, series_lengths
 from memprobe.record import Finding, RunRecord
 
 __all__ = ["Culprit", "attribute", "culprit_for", "live_culprit"]
@@ -83,7 +83,12 @@ def attribute(
     profiles: Dict[Optional[int], Profile] = {}
     for proc in record.processes:
         active = _active_holders(proc.pid, verdicts) if verdicts is not None else None
-        profiles[proc.pid] = build_profile(proc.census, active)
+        stepped = (
+            sum(1 for c in proc.census if isinstance(c, dict) and isinstance(c.get("step"), int))
+            >= 2
+        )
+        lengths = series_lengths(proc.series, stepped)
+        profiles[proc.pid] = build_profile(proc.census, active, lengths)
     out: List[Finding] = []
     for f in findings:
         prof = profiles.get(f.pid)
@@ -110,13 +115,15 @@ def attribute(
 
 
 def _active_holders(pid: int, verdicts: Mapping[Tuple[int, str], Any]) -> Set[str]:
-    """Holders whose length series grows: a leak, or not judged flat and rising at the
-    detector's confidence (a slow grower may not be a leak on its own, yet is the holder)."""
+    """Holders whose length series keeps rising: a leak, or rising at the detector's
+    confidence without having stopped (a container gaining a model every forty steps is
+    under the item count that is a leak on its own, yet it is the holder; a registry
+    that filled at start-up has stopped)."""
     out: Set[str] = set()
     for (p, signal), v in verdicts.items():
         if p != pid or not signal.startswith("container:"):
             continue
-        if v.verdict == "leak" or (v.verdict != "no_leak" and v.ci_low > 0):
+        if v.verdict == "leak" or (v.ci_low > 0 and not v.plateau):
             out.add(signal[len("container:") :].rsplit(":", 1)[0])
     return out
 
@@ -353,6 +360,18 @@ def _modules(prof: Profile) -> Optional[Culprit]:
         module_type=name,
         param_bytes_per_step=round(prof.rate("modules:param_bytes")),
     )
+    sentence = (
+        f"{rate:.3g} more `{name}` instances per {prof.per} stay alive with their parameters."
+    )
+    if box is None:  # the models sit inside the items of a growing container (records)
+        box = prof.top_container()
+        if box is not None:
+            elem = box.elem_types[0] if box.elem_types else "item"
+            sentence = (
+                f"`{box.holder}` (a {box.type}) gains {box.per_step:.3g} {elem} per {prof.per} "
+                f"({box.len:,} now), holding {rate:.3g} more `{name}` instances per "
+                f"{prof.per} with their parameters."
+            )
     return _make(
         prof,
         name,
@@ -360,7 +379,7 @@ def _modules(prof: Profile) -> Optional[Culprit]:
         False,
         "models kept",
         HINT_MODULE,
-        f"{rate:.3g} more `{name}` instances per {prof.per} stay alive with their parameters.",
+        sentence,
         ev,
         box,
     )
