@@ -23,6 +23,9 @@ PSS = "pss_bytes"
 # whole tree's reads would cost more than FULL_BUDGET of one core.
 USS_EVERY_S = 0.5
 FULL_BUDGET = 0.15
+# a process' first seconds are read twice as often (still within the budget): a short run
+# or a worker that lives a dozen seconds gets enough points to judge
+EARLY_S = 20.0
 
 Sample = Tuple[int, Optional[int], Dict[str, float]]
 
@@ -43,6 +46,7 @@ class TreeSampler:
         self._full_cost: Dict[int, float] = {}  # CPU seconds per memory_full_info, per pid
         self._procs: Dict[int, psutil.Process] = {}
         self._last_full: Dict[int, float] = {}
+        self._first_seen: Dict[int, float] = {}
         self._no_full: Set[int] = set()
         self.new_argv: Dict[int, List[str]] = {}
         self.last_cost_s = 0.0  # wall time of the latest sample() call
@@ -69,6 +73,7 @@ class TreeSampler:
             if cached is None or not cached.is_running():
                 cached = self._procs[proc.pid] = proc
                 self._last_full.pop(proc.pid, None)
+                self._first_seen[proc.pid] = start
                 self.new_argv[proc.pid] = _argv(proc)
             sampled = self._sample_one(cached, len(tree))
             if sampled is not None:
@@ -77,16 +82,20 @@ class TreeSampler:
         for pid in [p for p in self._procs if p not in live]:
             del self._procs[pid]
             self._last_full.pop(pid, None)
+            self._first_seen.pop(pid, None)
             self._no_full.discard(pid)
             self._full_cost.pop(pid, None)
         self.last_cost_s = time.monotonic() - start
         return out
 
-    def full_interval(self, pid: int, n_procs: int) -> float:
+    def full_interval(self, pid: int, n_procs: int, now: Optional[float] = None) -> float:
         """Seconds between two USS/PSS reads of one process: the tree's reads together
-        stay under ``full_budget`` of a core."""
+        stay under ``full_budget`` of a core; half the spacing in its first ``EARLY_S``."""
         cost = self._full_cost.get(pid, 0.0)
-        return max(self.full_every_s, n_procs * cost / self.full_budget)
+        every = self.full_every_s
+        if now is not None and now - self._first_seen.get(pid, float("-inf")) < EARLY_S:
+            every /= 2
+        return max(every, n_procs * cost / self.full_budget)
 
     def _sample_one(self, proc: psutil.Process, n_procs: int) -> Optional[Sample]:
         now = time.monotonic()
@@ -101,7 +110,7 @@ class TreeSampler:
         if rss <= 0:
             return None  # mid-exit: its address space is already torn down
         values: Dict[str, float] = {wire.RSS: rss}
-        interval = self.full_interval(proc.pid, n_procs)
+        interval = self.full_interval(proc.pid, n_procs, now)
         due = now - self._last_full.get(proc.pid, float("-inf")) >= interval
         if due and proc.pid not in self._no_full:
             self._last_full[proc.pid] = now

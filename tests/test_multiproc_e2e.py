@@ -44,8 +44,10 @@ RUNS: Dict[str, List[str]] = {  # longest first
         str(SAMPLES / "mp_cow_dataset.py"),
         "--items",
         "1500000",
+        # the workers start reading seconds into the run (1.5 M items to build, workers
+        # to fork): 18 s of sweep leave the slope enough points on a slow or busy machine
         "--seconds",
-        "12",
+        "18",
     ],
     "dl_spawn": [
         str(SAMPLES / "mp_dataloader.py"),
