@@ -80,7 +80,11 @@ class Profile:
     def value(self, name: str, index: int = -1) -> Optional[float]:
         if not self.entries:
             return None
-        return _num(_get(self.entries[index], *_PATHS[name]))
+        path = _PATHS[name]
+        entry = self.entries[index]
+        if path[0] == "graphs" and _get(entry, "graphs", "cut"):
+            return None  # a walk cut short counted part of the graphs: not a size
+        return _num(_get(entry, *path))
 
     def _peak(self, name: str) -> Tuple[float, float]:
         """(growth, span) from the first census to the one where the value peaked: the census
@@ -98,6 +102,8 @@ class Profile:
     def at_peak(self, name: str, section: str, key: str) -> Any:
         """A payload field of the census where ``name`` was highest (the leak at its fullest)."""
         values = [(self.value(name, i) or 0.0, i) for i in range(self.n)]
+        if section == "graphs":  # only walks that ran to their end say how big graphs are
+            values = [(v, i) for v, i in values if not _get(self.entries[i], "graphs", "cut")]
         if not values:
             return None
         return _get(self.entries[max(values)[1]], section, key)

@@ -11,11 +11,13 @@ NumPy temporaries kept. Non-leak findings pass through untouched.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from memprobe.analysis.census import Container, Profile, build_profile, series_lengths
+from memprobe.analysis.holderline import grow_line
 from memprobe.record import Finding, RunRecord
 
 __all__ = ["Culprit", "attribute", "culprit_for", "live_culprit"]
@@ -24,6 +26,13 @@ HINT_ITEM = (
     "keep numbers, not tensors: `losses.append(loss.item())` / `total += loss.item()` "
     "(or `loss.detach()`); every kept loss tensor keeps its step's autograd graph alive"
 )
+HINT_NO_GRAD = (
+    "outputs of a forward pass are kept with their autograd graph (activations included): "
+    "run that forward under `torch.no_grad()` / `torch.inference_mode()`, or keep "
+    "`out.detach()` or the numbers you need (`.item()`, `.tolist()`)"
+)
+# graph roots a loss or a reduction of one ends in: a kept loss, not a kept model output
+_LOSS_ROOT = re.compile(r"(Loss|Entropy|Mean|Sum|Div|Add|Sub|Mul|Neg|Pow|Exp|Log)Backward", re.I)
 HINT_CARRIED = (
     "a tensor carried across steps is computed from each step's tensors, so it keeps every "
     "step's graph: accumulate numbers (`total += loss.item()`) or detach what goes in "
@@ -90,6 +99,7 @@ def attribute(
         lengths = series_lengths(proc.series, stepped)
         profiles[proc.pid] = build_profile(proc.census, active, lengths)
     out: List[Finding] = []
+    sources = _user_sources(record)
     for f in findings:
         prof = profiles.get(f.pid)
         c = (
@@ -100,6 +110,10 @@ def attribute(
         if c is None:
             out.append(f)
             continue
+        # the line that keeps it (the append, the +=) over the line that allocated it
+        kept_at = grow_line(c.holder, sources) if c.holder else None
+        if kept_at is not None:
+            c = dataclasses.replace(c, location=kept_at)
         explanation = c.sentence + (" " + f.explanation if f.explanation else "")
         parts = {"culprit_sentence": c.sentence, "signal_sentence": f.explanation}
         out.append(
@@ -111,6 +125,32 @@ def attribute(
                 explanation=explanation,
             )
         )
+    return out
+
+
+def _user_sources(record: RunRecord) -> List[str]:
+    """The Python files the run's command lines name and its tracemalloc windows saw as
+    the user's (absolute, existing), where a holder's growing line is looked for."""
+    cwd = record.cwd or "."
+    names: List[str] = []
+    for argv in [record.command] + [p.argv for p in record.processes]:
+        names.extend(a for a in argv or [] if isinstance(a, str) and a.endswith(".py"))
+    for proc in record.processes:
+        for c in proc.census:
+            window = c.get("tracemalloc") if isinstance(c, dict) else None
+            top = window.get("top") if isinstance(window, dict) else None
+            for line in top if isinstance(top, list) else []:
+                if (
+                    isinstance(line, dict)
+                    and line.get("user")
+                    and isinstance(line.get("file"), str)
+                ):
+                    names.append(line["file"])
+    out: List[str] = []
+    for name in names:
+        path = os.path.normpath(os.path.join(cwd, name))
+        if path not in out and os.path.isfile(path):
+            out.append(path)
     return out
 
 
@@ -236,14 +276,32 @@ def _graphs(prof: Profile) -> Optional[Culprit]:
         prof.growth("graph:roots") >= 4 or prof.growth("tensors:grad_fn_count") >= 4
     ):
         rate = max(roots, grad)
-        nodes = f" of {per_root:.0f} nodes" if isinstance(per_root, (int, float)) else ""
+        # the biggest graph a complete walk saw when the most roots were alive: one kept
+        # item's graph (the mean over all roots mixes in every small one)
+        biggest = prof.at_peak("graph:roots", "graphs", "largest")
+        root_type = prof.at_peak("graph:roots", "graphs", "largest_root_type")
+        nodes = (
+            f" of up to {biggest:.0f} nodes"
+            if isinstance(biggest, (int, float)) and biggest >= 1
+            else ""
+        )
+        hint = (
+            HINT_NO_GRAD
+            if isinstance(root_type, str) and not _LOSS_ROOT.search(root_type)
+            else HINT_ITEM
+        )
         box = prof.container_of(TENSOR)
         if box is None and not (
             prof.sustained("graph:roots") or prof.sustained("tensors:grad_fn_count")
         ):
             return None  # one jump between two censuses: a step's graphs, not a leak
         if box is not None:
-            who = f"`{box.holder}` (a {box.type}) gains {rate:.3g} torch.Tensor per {prof.per}"
+            # more tensors than items: each item's graph keeps activations, saved tensors
+            extra = 0 < box.per_step and 1.5 * box.per_step < rate
+            kept = box.per_step if extra else rate
+            who = f"`{box.holder}` (a {box.type}) gains {kept:.3g} torch.Tensor per {prof.per}"
+            if extra:
+                who += f" ({rate:.3g} tensors per {prof.per} stay alive with their graphs)"
         else:  # the tensors sit inside the items of a growing container (transitions, records)
             box = prof.top_container()
             elem = box.elem_types[0] if box and box.elem_types else "item"
@@ -267,7 +325,7 @@ def _graphs(prof: Profile) -> Optional[Culprit]:
             box.holder if box else None,
             True,
             "retained graphs",
-            HINT_ITEM,
+            hint,
             f"{who}; each keeps an autograd graph{nodes} alive.",
             ev,
             box,

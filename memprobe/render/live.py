@@ -7,6 +7,8 @@ never interpolated into markup.
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 import threading
 import time
@@ -49,6 +51,9 @@ VERDICT_STYLE = {"leak": "bold red", "no_leak": "green", "inconclusive": "yellow
 # the launcher calls update() at every poll (0.2 s); the table is rebuilt and drawn at most
 # this often (it shows whole seconds)
 MIN_UPDATE_S = 1.0
+# a progress bar redraws its line with "\r" many times a second: its latest state is shown
+# in the live region (not scrolled above it), redrawn at most this often
+STATUS_REDRAW_S = 0.2
 MAX_ROWS = 16
 MAX_SIGNAL_ROWS = 8
 
@@ -187,6 +192,10 @@ class LiveDisplay:
         self._lock = threading.Lock()
         self._partial: Dict[str, bytes] = {}
         self._renderable: RenderableType = Text("")
+        self._table: RenderableType = Text("")
+        # per stream: the unfinished line's latest "\r" segment (a tqdm bar mid-update)
+        self._status: Dict[str, Text] = {}
+        self._status_drawn = float("-inf")
         self._judge_failed = False
         self._built = float("-inf")
 
@@ -221,17 +230,38 @@ class LiveDisplay:
                 header = safe_text(
                     f"live analysis stopped: {type(e).__name__}: {e}", style="yellow"
                 )
-        self._renderable = build_table(state, now - self._t0, verdicts, header, rows)
+        self._table = build_table(state, now - self._t0, verdicts, header, rows)
+        with self._lock:
+            self._compose()
         if self._live is not None and self._live.is_started:
             self._live.refresh()
+
+    def _compose(self) -> None:
+        """The live region: the progress bars' current lines above the table."""
+        bars = [t for t in self._status.values() if t.plain.strip()]
+        self._renderable = Group(*bars, self._table) if bars else self._table
 
     def output(self, stream: str, data: bytes) -> None:
         with self._lock:
             buf = self._partial.get(stream, b"") + data
             *lines, rest = buf.split(b"\n")
             self._partial[stream] = rest
+            had_bar = stream in self._status
+            bar = rest.rstrip(b"\r").rsplit(b"\r", 1)[-1] if b"\r" in rest else b""
+            if bar.strip():
+                self._status[stream] = Text.from_ansi(bar.decode("utf-8", "replace"))
+            else:
+                self._status.pop(stream, None)
             if not lines:
+                now = time.monotonic()
+                if stream in self._status and now - self._status_drawn >= STATUS_REDRAW_S:
+                    self._status_drawn = now
+                    self._compose()
+                    if self._live is not None and self._live.is_started:
+                        self._live.refresh()
                 return
+            if had_bar or stream in self._status:
+                self._compose()
             # one print for every line of the chunk: each print redraws the live table below
             # it (~10 ms with 16 processes), so a chatty target must not cost that per line
             texts = [
@@ -244,10 +274,13 @@ class LiveDisplay:
         with self._lock:
             for rest in self._partial.values():
                 if rest:
+                    last = rest.rstrip(b"\r").rsplit(b"\r", 1)[-1]
                     self.console.print(
-                        Text.from_ansi(rest.decode("utf-8", "replace")), soft_wrap=True
+                        Text.from_ansi(last.decode("utf-8", "replace")), soft_wrap=True
                     )
             self._partial.clear()
+            self._status.clear()
+            self._compose()
         self.update(state, force=True)
         if self._live is not None:
             self._live.stop()
@@ -273,7 +306,8 @@ class PlainDisplay:
         if self.quiet or now - self._last < self.every_s:
             return
         self._last = now
-        sys.stderr.write(progress_line(state, now - self._t0) + "\n")
+        lead = "" if _ends_a_line(sys.stderr) else "\n"
+        sys.stderr.write(lead + progress_line(state, now - self._t0) + "\n")
         sys.stderr.flush()
 
     def output(self, stream: str, data: bytes) -> None:  # output is not captured
@@ -281,6 +315,28 @@ class PlainDisplay:
 
     def stop(self, state: RunState) -> None:
         pass
+
+
+def _ends_a_line(stream: object) -> bool:
+    """Does what was written to ``stream`` so far end with a newline? The target writes to
+    the same stderr (a tqdm bar ends its updates with "\r", not "\n"): a regular file is
+    read back one byte; a pipe or a terminal cannot be, so a line is started anyway."""
+    try:
+        fd = stream.fileno()  # type: ignore[attr-defined]
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        if st.st_size == 0:
+            return True
+        try:
+            last = os.pread(fd, 1, st.st_size - 1)
+        except OSError:  # opened write-only (``2> log``): read the same file anew
+            with open(f"/proc/self/fd/{fd}", "rb") as f:
+                f.seek(st.st_size - 1)
+                last = f.read(1)
+        return last == b"\n"
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 def progress_line(state: RunState, elapsed: float) -> str:

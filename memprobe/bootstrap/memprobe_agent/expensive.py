@@ -188,7 +188,8 @@ class Expensive:
         if v:
             self.agent.emit({"k": wire.K_SAMPLE, "t": now - self.agent.t0, "step": step, "v": v})
         self.budget.charge("poll", time.perf_counter() - t0, now)
-        self.poll_due = now + self.agent.pace(self.poll_s, now) if self.tracker.pollable() else float("inf")
+        pollable = self.tracker.pollable()
+        self.poll_due = now + self.agent.pace(self.poll_s, now) if pollable else float("inf")
 
     def _end_window(self, step: Optional[int], now: float) -> Optional[Dict[str, Any]]:
         t0 = time.perf_counter()
@@ -299,7 +300,8 @@ class Expensive:
         done = time.monotonic()
         self.last = (done, step or 0)
         self.census_due = self.budget.next_after(done, cost)
-        self.poll_due = done + self.agent.pace(self.poll_s, done) if self.tracker.pollable() else float("inf")
+        pollable = self.tracker.pollable()
+        self.poll_due = done + self.agent.pace(self.poll_s, done) if pollable else float("inf")
 
     def _graph_holder(
         self, res: Dict[str, Any], v: Dict[str, float], payload: Dict[str, Any], deadline: float

@@ -49,7 +49,9 @@ _TRACERS = (
 )
 _TRACER_MAINS = ("profile", "trace", "pdb", "bdb", "coverage", "debugpy", "pudb")
 _HERE = os.path.dirname(os.path.abspath(__file__))
-MAX_DEPTH = 100
+# a framework runs the user's step a hundred frames or more below its `main()` (Lightning,
+# callbacks in callbacks): the whole stack, up to the default recursion limit
+MAX_DEPTH = 1000
 
 CodeKey = Tuple[str, int, str]  # (co_filename, co_firstlineno, co_name)
 _clear_ok: Dict[CodeKey, bool] = {}

@@ -32,6 +32,10 @@ from .holders import FOLLOWABLE, Step, instance_dict, result
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 USER_DEPTH = 3
+# what the shallow pass missed is looked for again this deep, breadth first on a node budget
+# of its own: a framework keeps the user's objects a few levels down
+# (``main:trainer.callback_handler.callbacks[0].history``, ``main:trainer.lightning_module``)
+DEEP_DEPTH = 7
 MAX_ITEMS = 2000  # items looked at per container on the way down
 MAX_NODES = 100_000
 _DICTS = (dict, collections.OrderedDict, collections.defaultdict)
@@ -115,6 +119,15 @@ def search(targets: Set[int], deadline: float) -> Dict[int, Dict[str, Any]]:
     starts.extend(_frames())
     for label, origin, items in starts:
         _walk_items(label, origin, items, USER_DEPTH, targets, found, seen, budget, deadline)
+        if len(found) == len(targets):
+            return found
+    # deeper, each root in turn (the shallow pass stopped at its depth: a fresh ``seen``)
+    seen = set()
+    budget = [MAX_NODES]
+    for label, origin, items in starts:
+        if time.perf_counter() > deadline or budget[0] <= 0:
+            break
+        _walk_items(label, origin, items, DEEP_DEPTH, targets, found, seen, budget, deadline)
         if len(found) == len(targets):
             return found
     # other modules' globals, one level: compare ids in C, build no item lists

@@ -17,7 +17,7 @@ from typing import Any, Dict, Optional
 from .roots import library_dirs
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-NFRAMES = 8
+NFRAMES = 16  # a framework's forward is many frames deep below the user's line
 TOP_LINES = 10
 TOP_TRACEBACKS = 5
 
@@ -98,10 +98,12 @@ class TraceWindow:
         tracebacks = []
         for stat in snap.statistics("traceback")[:TOP_TRACEBACKS]:
             frames = [f"{_short(f.filename)}:{f.lineno}" for f in stat.traceback]
+            # the innermost of the user's frames (frames run oldest to most recent): the
+            # line in their code that called into what allocated, not their main() call
             user = next(
                 (
                     f"{_short(f.filename)}:{f.lineno}"
-                    for f in stat.traceback
+                    for f in reversed(stat.traceback)
                     if not self._is_library(f.filename)
                 ),
                 None,
