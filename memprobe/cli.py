@@ -13,6 +13,10 @@ from typing import TYPE_CHECKING, List, Optional
 import typer
 
 from memprobe import __version__
+from memprobe.bootstrap.memprobe_agent.wire import (
+    DEFAULT_OVERHEAD_BUDGET,
+    DEFAULT_SAMPLE_INTERVAL_S,
+)
 from memprobe.errors import EXIT_BAD_INPUT, EXIT_LEAK, MemprobeError
 from memprobe.record import RecordError
 
@@ -92,13 +96,13 @@ def run(
         help="Live table (default: when stdout and stderr are a terminal).",
     ),
     interval: float = typer.Option(
-        0.1,
+        DEFAULT_SAMPLE_INTERVAL_S,
         "--interval",
         min=0.001,
         help="Minimum seconds between cheap samples at step boundaries.",
     ),
     budget: float = typer.Option(
-        0.03,
+        DEFAULT_OVERHEAD_BUDGET,
         "--budget",
         min=0.0,
         max=1.0,

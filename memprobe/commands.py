@@ -17,6 +17,9 @@ from memprobe.launcher import RunOutcome
 from memprobe.render.fmt import fmt_bytes, headline_order, safe_text
 from memprobe.render.live import LiveDisplay, PlainDisplay
 
+# events that mean some process was not profiled: said after the verdict, not only recorded
+TROUBLE_EVENTS = ("agent_error", "wire_mismatch")
+
 
 def _stderr_console() -> Console:
     return Console(stderr=True, highlight=False, soft_wrap=True)
@@ -94,6 +97,12 @@ def print_summary(record: rec.RunRecord, console: Console) -> None:
     elif record.exit.code:
         line.append(f" · target exited {record.exit.code}")
     console.print(line)
+    # processes whose agent did not start (an interpreter too old, another memprobe's wire)
+    trouble = [e for e in record.events if e.kind in TROUBLE_EVENTS]
+    for e in trouble[:3]:
+        console.print(safe_text(f"memprobe: warning: {e.message}", limit=400, style="yellow"))
+    if len(trouble) > 3:
+        console.print(Text(f"  … {len(trouble) - 3} more; see memprobe report", style="dim"))
     # one entry per culprit: its first finding in full, the signals that agree in one line
     groups: Dict[str, List[rec.Finding]] = {}
     for f in record.findings:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -65,3 +67,21 @@ def validate(record: Dict[str, Any], schema: Dict[str, Any]) -> None:
     import jsonschema
 
     jsonschema.validate(record, schema)
+
+
+def is_stdlib(module: str) -> bool:
+    """Is ``module`` (dotted) part of the standard library? ``sys.stdlib_module_names`` where
+    there is one (3.10+), else where its top-level package lives."""
+    top = module.split(".")[0]
+    names = getattr(sys, "stdlib_module_names", None)
+    if names is not None:
+        return top in names
+    if top in sys.builtin_module_names:
+        return True
+    spec = importlib.util.find_spec(top)
+    origin = spec.origin if spec is not None else None
+    if origin is None or origin in ("built-in", "frozen"):
+        return spec is not None
+    stdlib = os.path.realpath(sysconfig.get_paths()["stdlib"])
+    real = os.path.realpath(origin)
+    return real.startswith(stdlib + os.sep) and "site-packages" not in real
