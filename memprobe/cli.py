@@ -49,9 +49,9 @@ class Tracemalloc(str, Enum):
 
 
 def _fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
-    from memprobe.render.fmt import clean
+    from memprobe.render._text import clean
 
-    sys.stderr.write(f"memprobe: error: {clean(message)}\n")
+    sys.stderr.write(f"memprobe: error: {clean(message, 2000)}\n")
     return typer.Exit(code)
 
 

@@ -6,7 +6,7 @@ import os
 import shutil
 import signal
 import sys
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from rich.console import Console
 from rich.text import Text
@@ -179,12 +179,12 @@ def report_command(paths: List[str], html: Optional[str], fmt: str) -> None:
         from memprobe.render.html import report_html
 
         _write_text(html, report_html(record))
-    if fmt == "markdown":
-        sys.stdout.write(report.report_markdown(record))
-    elif fmt == "json":
-        sys.stdout.write(report.report_json(record))
-    else:
-        report.render_report(record, Console(highlight=False))
+    _emit(
+        fmt,
+        lambda: report.report_markdown(record),
+        lambda: report.report_json(record),
+        lambda console: report.render_report(record, console),
+    )
     if html is not None:
         _stderr_console().print(safe_text(f"memprobe: HTML report → {html}", style="dim"))
 
@@ -201,13 +201,28 @@ def diff_command(
         from memprobe.render.html import diff_html
 
         _write_text(html, diff_html(result))
-    if fmt == "markdown":
-        sys.stdout.write(diffview.diff_markdown(result))
-    elif fmt == "json":
-        sys.stdout.write(diffview.diff_json(result))
-    else:
-        diffview.render_diff(result, Console(highlight=False))
+    _emit(
+        fmt,
+        lambda: diffview.diff_markdown(result),
+        lambda: diffview.diff_json(result),
+        lambda console: diffview.render_diff(result, console),
+    )
     return int(compare.diff_exit_code(result))
+
+
+def _emit(
+    fmt: str,
+    markdown: Callable[[], str],
+    json: Callable[[], str],
+    render: Callable[[Console], None],
+) -> None:
+    """The report or diff on stdout in the format asked for (text: rendered by Rich)."""
+    if fmt == "markdown":
+        sys.stdout.write(markdown())
+    elif fmt == "json":
+        sys.stdout.write(json())
+    else:
+        render(Console(highlight=False))
 
 
 __all__ = ["finish", "make_display", "report_command", "diff_command", "load_run", "EXIT_BAD_INPUT"]

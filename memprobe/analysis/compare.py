@@ -30,8 +30,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from memprobe.analysis.compare_fits import SignalFit, as_fit, rate, signal_fits, unit_of
+from memprobe.analysis.compare_fits import SignalFit, as_fit, rate, signal_fits
 from memprobe.analysis.compare_match import ProcessMatch, match_processes
+from memprobe.analysis.series import unit_of
 from memprobe.record import Finding, Process, RunRecord
 
 __all__ = [

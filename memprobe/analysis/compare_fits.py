@@ -6,9 +6,10 @@ import math
 from dataclasses import dataclass
 from typing import Any, Dict, Optional
 
+from memprobe.analysis.series import unit_of
 from memprobe.record import Finding, RunRecord, Series
 
-__all__ = ["SignalFit", "signal_fits", "rate", "as_fit", "unit_of"]
+__all__ = ["SignalFit", "signal_fits", "rate", "as_fit"]
 
 
 @dataclass(frozen=True)
@@ -75,10 +76,6 @@ def _analyze(record: RunRecord) -> Dict[str, Any]:
         return {}
     signals = getattr(analyze(record, DetectOptions()), "signals", None)
     return signals if isinstance(signals, dict) else {}
-
-
-def unit_of(signal: str) -> str:
-    return "bytes" if signal.endswith("bytes") else "count"
 
 
 def _num(v: object) -> Optional[float]:

@@ -16,31 +16,19 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from memprobe.analysis.census import Container, Profile, build_profile, series_lengths
+from memprobe.analysis.hints import (
+    HINT_CARRIED,
+    HINT_CONTAINER,
+    HINT_DETACH,
+    HINT_FIGURE,
+    HINT_ITEM,
+    HINT_MODULE,
+    HINT_NUMPY,
+    HINT_OBJECTS,
+)
 from memprobe.record import Finding, RunRecord
 
 __all__ = ["Culprit", "attribute", "culprit_for", "live_culprit"]
-
-HINT_ITEM = (
-    "keep numbers, not tensors: `losses.append(loss.item())` / `total += loss.item()` "
-    "(or `loss.detach()`); every kept loss tensor keeps its step's autograd graph alive"
-)
-HINT_CARRIED = (
-    "a tensor carried across steps is computed from each step's tensors, so it keeps every "
-    "step's graph: accumulate numbers (`total += loss.item()`) or detach what goes in "
-    "(`running = 0.99 * running + 0.01 * x.detach()`)"
-)
-HINT_DETACH = (
-    "state carried across steps keeps every step's graph alive: detach it at the step "
-    "boundary (`h = h.detach()`, `running = running.detach()`)"
-)
-HINT_CONTAINER = "clear it once used, or bound it: `collections.deque(maxlen=N)`"
-HINT_MODULE = (
-    "old models stay alive: drop the reference (registry, 'best so far' slot, reference "
-    "cycle); copy weights with `load_state_dict` instead of `copy.deepcopy`"
-)
-HINT_FIGURE = "figures are never closed: call `plt.close(fig)` once each one is saved"
-HINT_NUMPY = "per-step NumPy arrays are kept: preallocate and reuse a buffer, or keep summaries"
-HINT_OBJECTS = "objects of this type accumulate: find who keeps them and drop or bound it"
 
 TENSOR = "torch.Tensor"
 PYPLOT_FIGURES = "matplotlib.pyplot's open figures (Gcf.figs)"

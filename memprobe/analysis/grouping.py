@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from memprobe.analysis.findings import rate_text_of
 from memprobe.analysis.series import family_of
-from memprobe.analysis.wording import format_bytes
+from memprobe.analysis.wording import fmt_bytes
 from memprobe.record import Finding
 
 __all__ = ["group_findings"]
@@ -186,7 +186,7 @@ def _text(
     if named is not None:
         parts.append(str(named.evidence.get("culprit_sentence") or named.explanation))
     if retained is not None:
-        parts.append(f"It holds ≈ {format_bytes(retained).lstrip('+')} now.")
+        parts.append(f"It holds ≈ {fmt_bytes(retained)} now.")
     own = lead.evidence.get("signal_sentence") if lead.culprit else lead.explanation
     if isinstance(own, str) and own:
         parts.append(own)
