@@ -11,6 +11,8 @@ import venv
 from pathlib import Path
 from typing import List, Tuple
 
+import pytest
+
 from conftest import SCRIPTS, cli_env, is_stdlib, load, main_process, run_cli
 from memprobe.bootstrap.memprobe_agent import wire
 from memprobe.launcher import BOOTSTRAP_DIR
@@ -21,6 +23,7 @@ def test_bootstrap_folder_holds_only_bootstrap_and_agent() -> None:
     assert names == {"sitecustomize.py", "memprobe_agent"}
 
 
+@pytest.mark.slow
 def test_agent_imports_only_the_standard_library(tmp_path: Path) -> None:
     # GIVEN a fresh interpreter with only the bootstrap folder on its path
     code = (
@@ -71,6 +74,7 @@ def test_every_import_statement_of_the_bootstrap_is_stdlib_or_the_agent() -> Non
     assert bad == []
 
 
+@pytest.mark.slow
 def test_parent_imports_only_the_wire_module_without_loading_the_agent() -> None:
     # GIVEN a fresh interpreter that imports memprobe's parent side as the CLI does
     code = (
@@ -101,6 +105,7 @@ def test_the_bootstrap_knows_the_agents_oldest_python() -> None:
     assert copies == [wire.MIN_PYTHON]
 
 
+@pytest.mark.slow
 def test_target_in_a_second_virtualenv(tmp_path: Path) -> None:
     # GIVEN memprobe installed in this environment and a second, empty virtualenv
     venv2 = tmp_path / "venv2"
@@ -128,6 +133,7 @@ def test_target_in_a_second_virtualenv(tmp_path: Path) -> None:
     assert main_process(load(out))["series"]["rss_bytes"]["value"]
 
 
+@pytest.mark.slow
 def test_memprobe_step_is_a_noop_unprofiled() -> None:
     code = "import memprobe, sys; memprobe.step(); print('memprobe_agent' in sys.modules)"
     out = subprocess.run(
@@ -136,6 +142,7 @@ def test_memprobe_step_is_a_noop_unprofiled() -> None:
     assert out.stdout.strip() == "False"
 
 
+@pytest.mark.slow
 def test_python_m_memprobe_and_console_script_agree(tmp_path: Path) -> None:
     a = run_cli(["--help"])
     b = subprocess.run(

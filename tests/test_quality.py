@@ -25,6 +25,7 @@ def _tool(name: str) -> str:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv",
     [
