@@ -12,11 +12,12 @@ import re
 from array import array
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Deque, Dict, List, Optional, Set, Tuple
+from typing import Any, Deque, Dict, List, Optional, Set, Tuple, cast
 
 from memprobe import __version__
 from memprobe.bootstrap.memprobe_agent import wire
 from memprobe.record import (
+    CensusEntry,
     Event,
     ExitInfo,
     Limits,
@@ -624,7 +625,8 @@ class RunState:
                     series={
                         name: buf.series(points, compact) for name, buf in _all_series(p).items()
                     },
-                    census=p.census.entries(censuses),
+                    # the agent's census lines, as written: readers check each field
+                    census=[cast(CensusEntry, c) for c in p.census.entries(censuses)],
                     local_rank=w.local_rank,
                     node=w.node,
                     name=w.name,

@@ -107,8 +107,7 @@ def print_summary(record: rec.RunRecord, console: Console) -> None:
     groups: Dict[str, List[rec.Finding]] = {}
     for f in record.findings:
         if f.verdict == "leak" or f.kind == "fragmentation":
-            c = f.culprit or {}
-            key = f"{f.pid}|{c.get('holder')}|{c.get('type')}" if c else f"{f.pid}|{f.signal}"
+            key = f"{f.pid}|{f.holder}|{f.culprit_type}" if f.culprit else f"{f.pid}|{f.signal}"
             groups.setdefault(key, []).append(f)
     for findings in list(groups.values())[:4]:
         findings.sort(key=headline_order)

@@ -365,8 +365,7 @@ def _match_findings(
         return (labels.get(f.pid, "?") if f.pid is not None else "run", f.signal, f.kind)
 
     def culprit(f: Finding) -> Tuple[Optional[str], Optional[str]]:
-        c = f.culprit or {}
-        t, h = c.get("type"), c.get("holder")
+        t, h = f.culprit_type, f.holder
         return (None if t is None else str(t), None if h is None else str(h))
 
     def status(fb: Optional[Finding], fa: Optional[Finding], proc: str, signal: str) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple, cast
 
 from memprobe.analysis.census import Container, Profile, build_profile, series_lengths
 from memprobe.analysis.hints import (
@@ -26,7 +26,8 @@ from memprobe.analysis.hints import (
     HINT_NUMPY,
     HINT_OBJECTS,
 )
-from memprobe.record import Finding, RunRecord
+from memprobe.record import Culprit as RecordCulprit
+from memprobe.record import Evidence, Finding, RunRecord
 
 __all__ = ["Culprit", "attribute", "culprit_for", "live_culprit"]
 
@@ -47,9 +48,9 @@ class Culprit:
     pattern: str
     fix_hint: Optional[str]
     sentence: str
-    evidence: Dict[str, Any] = field(default_factory=dict)
+    evidence: Evidence = field(default_factory=lambda: Evidence())
 
-    def as_dict(self) -> Dict[str, Any]:
+    def as_dict(self) -> RecordCulprit:
         return {
             "type": self.type,
             "holder": self.holder,
@@ -89,7 +90,7 @@ def attribute(
             out.append(f)
             continue
         explanation = c.sentence + (" " + f.explanation if f.explanation else "")
-        parts = {"culprit_sentence": c.sentence, "signal_sentence": f.explanation}
+        parts: Evidence = {"culprit_sentence": c.sentence, "signal_sentence": f.explanation}
         out.append(
             dataclasses.replace(
                 f,
@@ -470,8 +471,12 @@ def _is_tensor(name: str) -> bool:
     return name in (TENSOR, "torch.nn.parameter.Parameter") or name.endswith("Tensor")
 
 
-def _ev(**kw: Any) -> Dict[str, Any]:
-    return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in kw.items() if v is not None}
+def _ev(**kw: Any) -> Evidence:
+    """Evidence from keyword figures (the keys are Evidence's; floats rounded, Nones left out)."""
+    return cast(
+        Evidence,
+        {k: (round(v, 4) if isinstance(v, float) else v) for k, v in kw.items() if v is not None},
+    )
 
 
 def _make(
@@ -482,11 +487,11 @@ def _make(
     pattern: str,
     hint: Optional[str],
     sentence: str,
-    ev: Dict[str, Any],
+    ev: Evidence,
     box: Optional[Container],
 ) -> Culprit:
     location, traceback = prof.location()
-    evidence: Dict[str, Any] = {"pattern": pattern}
+    evidence: Evidence = {"pattern": pattern}
     if type_name:
         evidence["growing_type"] = type_name
     evidence.update(ev)

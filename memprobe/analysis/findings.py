@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 from memprobe.analysis.hints import (
     HINT_CONTAINER,
@@ -17,7 +17,7 @@ from memprobe.analysis.hints import (
 )
 from memprobe.analysis.verdict import LEAK, NO_LEAK, SignalVerdict
 from memprobe.analysis.wording import fmt_bytes
-from memprobe.record import Finding
+from memprobe.record import Evidence, Finding, Projection
 
 # (name prefix or exact name, what grows, hint); first match wins
 _PATTERNS: List[Tuple[str, str, Optional[str]]] = [
@@ -75,15 +75,16 @@ def _num(v: float, unit: str) -> str:
     return f"{v:+,.3g}" if abs(v) < 1000 else f"{v:+,.0f}"
 
 
-def projection_text(proj: Optional[Dict[str, Any]]) -> str:
+def projection_text(proj: Optional[Projection]) -> str:
     if not proj:
         return ""
     limit = fmt_bytes(float(proj["limit_bytes"]))
     where = []
     if proj.get("step") is not None:
         where.append(f"≈ step {proj['step']:,}")
-    if proj.get("t_s") is not None:
-        where.append(f"≈ {_duration(float(proj['t_s']))} into the run")
+    t_s = proj.get("t_s")
+    if t_s is not None:
+        where.append(f"≈ {_duration(float(t_s))} into the run")
     return f"; at this rate it reaches the {limit} limit at " + (", ".join(where) or "some point")
 
 
@@ -101,7 +102,7 @@ def leak_finding(
     pid: Optional[int],
     signal: str,
     v: SignalVerdict,
-    projection: Optional[Dict[str, Any]],
+    projection: Optional[Projection],
     role: str = "main",
     related: Optional[List[str]] = None,
 ) -> Finding:
@@ -163,8 +164,8 @@ def fragmentation_finding(
     )
 
 
-def evidence(v: SignalVerdict, related: Optional[List[str]]) -> Dict[str, Any]:
-    ev: Dict[str, Any] = {
+def evidence(v: SignalVerdict, related: Optional[List[str]]) -> Evidence:
+    ev: Evidence = {
         "axis": v.axis,
         "n": v.n,
         "window": [v.x0, v.x_end],

@@ -22,6 +22,6 @@ def headline_order(f: Finding) -> Tuple[int, int, float]:
     """Sort key for the finding a person should see first: one with a named holder, then
     bytes before counts, then the fastest growth (a tiny USS creep must not hide a
     300 KiB/step RSS leak, and the bytes finding carries the projection)."""
-    named = 0 if (f.culprit or {}).get("holder") else 1
+    named = 0 if f.holder else 1
     is_bytes = 0 if f.unit == "bytes" else 1
     return (named, is_bytes, -abs(f.slope_per_s or 0.0))
