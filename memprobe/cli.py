@@ -13,6 +13,10 @@ from typing import TYPE_CHECKING, List, Optional
 import typer
 
 from memprobe import __version__
+from memprobe.bootstrap.memprobe_agent.wire import (
+    DEFAULT_OVERHEAD_BUDGET,
+    DEFAULT_SAMPLE_INTERVAL_S,
+)
 from memprobe.errors import EXIT_BAD_INPUT, EXIT_LEAK, MemprobeError
 from memprobe.record import RecordError
 
@@ -45,9 +49,9 @@ class Tracemalloc(str, Enum):
 
 
 def _fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
-    from memprobe.render.fmt import clean
+    from memprobe.render._text import clean
 
-    sys.stderr.write(f"memprobe: error: {clean(message)}\n")
+    sys.stderr.write(f"memprobe: error: {clean(message, 2000)}\n")
     return typer.Exit(code)
 
 
@@ -92,13 +96,13 @@ def run(
         help="Live table (default: when stdout and stderr are a terminal).",
     ),
     interval: float = typer.Option(
-        0.1,
+        DEFAULT_SAMPLE_INTERVAL_S,
         "--interval",
         min=0.001,
         help="Minimum seconds between cheap samples at step boundaries.",
     ),
     budget: float = typer.Option(
-        0.03,
+        DEFAULT_OVERHEAD_BUDGET,
         "--budget",
         min=0.0,
         max=1.0,

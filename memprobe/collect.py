@@ -12,11 +12,12 @@ import re
 from array import array
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Deque, Dict, List, Optional, Tuple
+from typing import Any, Deque, Dict, List, Optional, Set, Tuple, cast
 
 from memprobe import __version__
 from memprobe.bootstrap.memprobe_agent import wire
 from memprobe.record import (
+    CensusEntry,
     Event,
     ExitInfo,
     Limits,
@@ -342,6 +343,7 @@ class RunState:
     procs: Dict[int, ProcState] = field(default_factory=dict)
     events: List[Event] = field(default_factory=list)
     garbage_lines: int = 0
+    foreign: Set[int] = field(default_factory=set)  # pids whose agent speaks another wire
     last_outside_t: float = 0.0  # latest tree sample on the run's clock
     # points per series in the record (and the scale of what is held, see SeriesBuf);
     # None: every point and every census, in memory and in the record
@@ -369,13 +371,26 @@ class RunState:
 
     def ingest(self, pid: int, msg: Dict[str, Any]) -> None:
         """One message from an agent's file."""
+        if pid in self.foreign:
+            return  # its agent speaks another wire version (see below)
         p = self.proc(pid)
         kind = msg.get("k")
         if kind == wire.K_HEADER:
+            problem = wire.version_problem(msg.get("wire"))
+            if problem is not None:
+                self.foreign.add(pid)
+                self.event(
+                    self._run_t(p, msg.get("t")),
+                    pid,
+                    "wire_mismatch",
+                    f"the agent in pid {pid} writes {problem}: its lines are left out "
+                    "(is another memprobe's bootstrap on PYTHONPATH?)",
+                )
+                return
             p.header = _typed_header(msg)
             p.has_agent = True
             ppid = msg.get("ppid")
-            p.ppid = ppid if isinstance(ppid, int) else None
+            p.ppid = _opt_int(ppid)  # a bool is no pid
             return
         t = self._run_t(p, msg.get("t"))
         step = msg.get("step")
@@ -455,6 +470,11 @@ class RunState:
 
     def event(self, t: float, pid: Optional[int], kind: str, message: str) -> None:
         self.events.append(Event(t=t, pid=pid, kind=kind, message=message))
+
+    def agent_errors(self, run_dir: str, t: float) -> None:
+        """Events for the processes whose agent did not start (``agent-error-<pid>.txt``)."""
+        for pid, line in wire.read_error_files(run_dir):
+            self.event(t, pid, "agent_error", line)
 
     # -- roles and the record --------------------------------------------------------------
 
@@ -605,7 +625,8 @@ class RunState:
                     series={
                         name: buf.series(points, compact) for name, buf in _all_series(p).items()
                     },
-                    census=p.census.entries(censuses),
+                    # the agent's census lines, as written: readers check each field
+                    census=[cast(CensusEntry, c) for c in p.census.entries(censuses)],
                     local_rank=w.local_rank,
                     node=w.node,
                     name=w.name,

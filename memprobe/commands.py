@@ -6,7 +6,7 @@ import os
 import shutil
 import signal
 import sys
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from rich.console import Console
 from rich.text import Text
@@ -16,6 +16,9 @@ from memprobe.errors import EXIT_BAD_INPUT, MemprobeError
 from memprobe.launcher import RunOutcome
 from memprobe.render.fmt import fmt_bytes, headline_order, safe_text
 from memprobe.render.live import LiveDisplay, PlainDisplay
+
+# events that mean some process was not profiled: said after the verdict, not only recorded
+TROUBLE_EVENTS = ("agent_error", "wire_mismatch")
 
 
 def _stderr_console() -> Console:
@@ -94,12 +97,17 @@ def print_summary(record: rec.RunRecord, console: Console) -> None:
     elif record.exit.code:
         line.append(f" · target exited {record.exit.code}")
     console.print(line)
+    # processes whose agent did not start (an interpreter too old, another memprobe's wire)
+    trouble = [e for e in record.events if e.kind in TROUBLE_EVENTS]
+    for e in trouble[:3]:
+        console.print(safe_text(f"memprobe: warning: {e.message}", limit=400, style="yellow"))
+    if len(trouble) > 3:
+        console.print(Text(f"  … {len(trouble) - 3} more; see memprobe report", style="dim"))
     # one entry per culprit: its first finding in full, the signals that agree in one line
     groups: Dict[str, List[rec.Finding]] = {}
     for f in record.findings:
         if f.verdict == "leak" or f.kind == "fragmentation":
-            c = f.culprit or {}
-            key = f"{f.pid}|{c.get('holder')}|{c.get('type')}" if c else f"{f.pid}|{f.signal}"
+            key = f"{f.pid}|{f.holder}|{f.culprit_type}" if f.culprit else f"{f.pid}|{f.signal}"
             groups.setdefault(key, []).append(f)
     for findings in list(groups.values())[:4]:
         findings.sort(key=headline_order)
@@ -170,12 +178,12 @@ def report_command(paths: List[str], html: Optional[str], fmt: str) -> None:
         from memprobe.render.html import report_html
 
         _write_text(html, report_html(record))
-    if fmt == "markdown":
-        sys.stdout.write(report.report_markdown(record))
-    elif fmt == "json":
-        sys.stdout.write(report.report_json(record))
-    else:
-        report.render_report(record, Console(highlight=False))
+    _emit(
+        fmt,
+        lambda: report.report_markdown(record),
+        lambda: report.report_json(record),
+        lambda console: report.render_report(record, console),
+    )
     if html is not None:
         _stderr_console().print(safe_text(f"memprobe: HTML report → {html}", style="dim"))
 
@@ -192,13 +200,28 @@ def diff_command(
         from memprobe.render.html import diff_html
 
         _write_text(html, diff_html(result))
-    if fmt == "markdown":
-        sys.stdout.write(diffview.diff_markdown(result))
-    elif fmt == "json":
-        sys.stdout.write(diffview.diff_json(result))
-    else:
-        diffview.render_diff(result, Console(highlight=False))
+    _emit(
+        fmt,
+        lambda: diffview.diff_markdown(result),
+        lambda: diffview.diff_json(result),
+        lambda console: diffview.render_diff(result, console),
+    )
     return int(compare.diff_exit_code(result))
+
+
+def _emit(
+    fmt: str,
+    markdown: Callable[[], str],
+    json: Callable[[], str],
+    render: Callable[[Console], None],
+) -> None:
+    """The report or diff on stdout in the format asked for (text: rendered by Rich)."""
+    if fmt == "markdown":
+        sys.stdout.write(markdown())
+    elif fmt == "json":
+        sys.stdout.write(json())
+    else:
+        render(Console(highlight=False))
 
 
 __all__ = ["finish", "make_display", "report_command", "diff_command", "load_run", "EXIT_BAD_INPUT"]

@@ -50,9 +50,9 @@ class Display(Protocol):
 @dataclass(frozen=True)
 class RunOptions:
     output: str
-    sample_interval_s: float = 0.1
-    idle_interval_s: float = 0.1
-    overhead_budget: float = 0.03
+    sample_interval_s: float = wire.DEFAULT_SAMPLE_INTERVAL_S
+    idle_interval_s: float = wire.DEFAULT_IDLE_INTERVAL_S
+    overhead_budget: float = wire.DEFAULT_OVERHEAD_BUDGET
     census: bool = True
     tracemalloc: str = "auto"
     fail_collector: Optional[str] = None  # test-only switch, see --x-fail-collector
@@ -90,6 +90,37 @@ def check_command(command: List[str], script: Optional[str]) -> None:
                 f"python -{flag} {_AGENTLESS_FLAGS[flag]}, so memprobe's agent cannot load; "
                 "drop the flag (PYTHONSAFEPATH=1 / -P work)"
             )
+        check_interpreter(command[0])
+
+
+def check_interpreter(python: str) -> None:
+    """Refuse an interpreter older than the agent runs on: a clear error now, not a run
+    without data. One ``python -E -S -c`` when it is not memprobe's own interpreter; an
+    interpreter that cannot say its version is left to the bootstrap (which reports it)."""
+    path = shutil.which(python) or python
+    if os.path.realpath(path) == os.path.realpath(sys.executable):
+        return
+    try:
+        probe = subprocess.run(
+            [path, "-E", "-S", "-c", _VERSION_PROBE],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+        )
+        version = tuple(int(x) for x in probe.stdout.strip().split("."))
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return
+    if probe.returncode == 0 and len(version) == 3 and version[:2] < wire.MIN_PYTHON:
+        raise LaunchError(
+            f"{python} is Python {'.'.join(map(str, version))}; memprobe's agent runs inside "
+            f"the profiled process and needs Python {'.'.join(map(str, wire.MIN_PYTHON))} "
+            "or newer: give a newer interpreter (--python)"
+        )
+
+
+# what check_interpreter runs: valid Python 2 as well
+_VERSION_PROBE = "import sys; sys.stdout.write('%d.%d.%d' % tuple(sys.version_info[:3]))"
 
 
 # Interpreter flags that keep the bootstrap's sitecustomize from running.
@@ -162,6 +193,7 @@ def make_env(
     env["PYTHONPATH"] = BOOTSTRAP_DIR + (os.pathsep + old if old else "")
     config = {
         "run_dir": run_dir,
+        "wire": wire.WIRE_VERSION,
         "sample_interval_s": options.sample_interval_s,
         "idle_interval_s": options.idle_interval_s,
         "overhead_budget": options.overhead_budget,
@@ -326,6 +358,7 @@ def run(command: List[str], options: RunOptions, run_dir: str, display: Display)
             "signal",
             f"target killed by signal {sig} ({name})" + (" — the OOM killer" if oom else ""),
         )
+    state.agent_errors(run_dir, duration)
     record = state.build(exit, duration)
     return RunOutcome(record=record, exit_code=128 + sig if sig else rc, run_dir=run_dir)
 

@@ -103,6 +103,7 @@ def rebuild(run_dir: str, max_points: Optional[int] = MAX_POINTS) -> RunRecord:
         )
     if not state.command:
         state.command = _first_argv(state)
+    state.agent_errors(run_dir, duration)
     return state.build(exit, duration)
 
 

@@ -16,7 +16,7 @@ import math
 import os
 import tempfile
 from dataclasses import asdict, dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, TypedDict, Union, cast
 
 SCHEMA_NAME = "memprobe.run"
 SCHEMA_VERSION = 1
@@ -29,6 +29,116 @@ VERDICTS = ("leak", "no_leak", "inconclusive")
 
 class RecordError(Exception):
     """A file that is not a usable memprobe run record; the message says why."""
+
+
+class Culprit(TypedDict):
+    """Who a leak finding is blamed on (``Finding.culprit``)."""
+
+    type: Optional[str]
+    holder: Optional[str]
+    location: Optional[str]
+    holds_autograd_graph: bool
+
+
+class Projection(TypedDict, total=False):
+    """When a leak reaches its memory limit at this rate (``Finding.projected_oom``)."""
+
+    step: Optional[int]
+    t_s: Optional[float]
+    limit_bytes: float
+
+
+JSONValue = Union[None, bool, int, float, str, List[Any], Dict[str, Any]]
+
+
+class Evidence(TypedDict, total=False):
+    """Why a finding says what it says (``Finding.evidence``): the fit's figures, and the
+    census' when a culprit is named. Every key is optional; readers show what is there."""
+
+    # the fit (analysis/findings.evidence)
+    axis: str
+    n: int
+    window: List[Optional[float]]
+    warmup_end_x: Optional[float]
+    ci: List[Optional[float]]
+    p_value: Optional[float]
+    autocorrelation_inflation: Optional[float]
+    growth: Optional[float]
+    sawtooth_floor: bool
+    reason: str
+    t_end: Optional[float]
+    last_value: Optional[float]
+    related_signals: List[str]
+    allocated: Dict[str, JSONValue]  # a fragmentation finding: the allocated signal's fit
+    # the census (analysis/culprit)
+    pattern: str
+    growing_type: str
+    per_step: float
+    chain: List[str]
+    container_len: int
+    container_type: str
+    container_bytes: float
+    bytes_per_step: float
+    graph_nodes: int
+    graph_roots: float
+    graph_nodes_per_root: float
+    allocated_at: List[str]
+    censuses: int
+    culprit_sentence: str
+    signal_sentence: str
+    signals: Dict[str, str]  # a grouped finding: each signal's rate in words
+
+
+class SignalSummary(TypedDict, total=False):
+    """One signal's verdict as the record keeps it (``RunRecord.signals[pid][signal]``),
+    written by ``SignalVerdict.summary()``; older records may lack any key."""
+
+    verdict: Optional[str]
+    slope_per_step: Optional[float]
+    slope_per_s: Optional[float]
+    ci_low: Optional[float]
+    ci_high: Optional[float]
+    confidence: float
+    warmup_end_x: Optional[float]
+    n: int
+    unit: str
+    axis: str
+    family: str
+    x0: Optional[float]
+    x_end: Optional[float]
+    intercept: Optional[float]
+    reason: str
+    needed: Optional[str]
+    floor: bool
+    plateau: bool
+
+
+#: ``{"<pid>": {"<signal>": SignalSummary}}``
+Signals = Dict[str, Dict[str, SignalSummary]]
+
+
+class CensusEntry(TypedDict, total=False):
+    """One census of one process (``Process.census``), as the agent wrote it: the agent
+    runs inside the target, so every field is checked where it is read
+    (``analysis/census.py``)."""
+
+    step: Optional[int]
+    t: float
+    seq: int
+    types: Dict[str, JSONValue]
+    containers: List[JSONValue]
+    graphs: Dict[str, JSONValue]
+    tensors: Dict[str, JSONValue]
+    modules: Dict[str, JSONValue]
+    ndarray: Dict[str, JSONValue]
+    growing_types: List[JSONValue]
+    tracemalloc: Dict[str, JSONValue]
+    objects_total: int
+    truncated: bool
+    duration_s: float
+    budget: Dict[str, JSONValue]
+    timings: Dict[str, JSONValue]
+    stride: int
 
 
 @dataclass(frozen=True)
@@ -86,7 +196,7 @@ class Process:
     has_agent: bool = True
     steps: int = 0
     series: Dict[str, Series] = field(default_factory=dict)
-    census: List[Dict[str, Any]] = field(default_factory=list)
+    census: List[CensusEntry] = field(default_factory=list)
     local_rank: Optional[int] = None
     node: Optional[int] = None  # torchrun GROUP_RANK on multi-node jobs, or set by a merge
     name: Optional[str] = None  # multiprocessing name ("ForkPoolWorker-2") or program name
@@ -117,7 +227,7 @@ class Process:
             has_agent=bool(d.get("has_agent", True)),
             steps=_opt_int(d.get("steps")) or 0,
             series={str(k): Series.from_json(v) for k, v in series_raw.items()},
-            census=[c for c in census if isinstance(c, dict)],
+            census=[cast(CensusEntry, c) for c in census if isinstance(c, dict)],
             local_rank=_opt_int(d.get("local_rank")),
             node=_opt_int(d.get("node")),
             name=_opt_str(d.get("name")),
@@ -154,17 +264,27 @@ class Finding:
     slope_per_s: Optional[float] = None
     unit: str = "bytes"
     confidence: float = 0.0
-    projected_oom: Optional[Dict[str, Any]] = None  # {step, t_s, limit_bytes}
-    culprit: Optional[Dict[str, Any]] = None  # {type, holder, location, holds_autograd_graph}
+    projected_oom: Optional[Projection] = None
+    culprit: Optional[Culprit] = None
     explanation: str = ""
     fix_hint: Optional[str] = None
-    evidence: Dict[str, Any] = field(default_factory=dict)
+    evidence: Evidence = field(default_factory=lambda: Evidence())
     kind: str = "leak"  # "leak" | "fragmentation" | ... (what the finding says)
     # every signal that grows with this culprit, the leading one (``signal``) first
     signals: List[str] = field(default_factory=list)
     # what the culprit holds now, and when the projected limit is reached (bytes)
     retained_bytes: Optional[float] = None
     retained_bytes_at_oom: Optional[float] = None
+
+    @property
+    def holder(self) -> Optional[str]:
+        """The culprit's holder path, if one is named."""
+        return self.culprit.get("holder") if self.culprit else None
+
+    @property
+    def culprit_type(self) -> Optional[str]:
+        """The culprit's type, if one is named."""
+        return self.culprit.get("type") if self.culprit else None
 
     @staticmethod
     def from_json(d: Any) -> Finding:
@@ -178,13 +298,11 @@ class Finding:
             slope_per_s=_opt_float(d.get("slope_per_s")),
             unit=str(d.get("unit", "bytes")),
             confidence=_opt_float(d.get("confidence")) or 0.0,
-            projected_oom=d.get("projected_oom")
-            if isinstance(d.get("projected_oom"), dict)
-            else None,
-            culprit=d.get("culprit") if isinstance(d.get("culprit"), dict) else None,
+            projected_oom=_projection(d.get("projected_oom")),
+            culprit=_culprit(d.get("culprit")),
             explanation=str(d.get("explanation", "")),
             fix_hint=_opt_str(d.get("fix_hint")),
-            evidence=d.get("evidence") if isinstance(d.get("evidence"), dict) else {},
+            evidence=cast(Evidence, d["evidence"]) if isinstance(d.get("evidence"), dict) else {},
             kind=str(d.get("kind", "leak")),
             signals=[x for x in _str_list(d.get("signals")) if x],
             retained_bytes=_opt_float(d.get("retained_bytes")),
@@ -207,8 +325,8 @@ class RunRecord:
     verdict: str = "inconclusive"
     memprobe_version: str = ""
     schema: str = SCHEMA
-    # per-signal analysis summaries for reports: {"<pid>": {"<signal>": {...}}}
-    signals: Dict[str, Any] = field(default_factory=dict)
+    # per-signal analysis summaries for reports and the diff
+    signals: Signals = field(default_factory=dict)
 
     def to_json(self) -> Dict[str, Any]:
         return {
@@ -293,8 +411,38 @@ class RunRecord:
             ],
             findings=[Finding.from_json(f) for f in _list(d.get("findings"))],
             verdict=str(d.get("verdict", "inconclusive")),
-            signals=d.get("signals") if isinstance(d.get("signals"), dict) else {},
+            signals=_signals(d.get("signals")),
         )
+
+
+def _culprit(v: Any) -> Optional[Culprit]:
+    if not isinstance(v, dict):
+        return None
+    if set(v) != set(Culprit.__annotations__):
+        # kept as written (a hand-made or future record): readers .get() every key
+        return cast(Culprit, v)
+    return Culprit(
+        type=_opt_str(v["type"]),
+        holder=_opt_str(v["holder"]),
+        location=_opt_str(v["location"]),
+        holds_autograd_graph=v["holds_autograd_graph"] is True,
+    )
+
+
+def _projection(v: Any) -> Optional[Projection]:
+    return cast(Projection, v) if isinstance(v, dict) else None
+
+
+def _signals(v: Any) -> Signals:
+    """Summaries as written; what is not an object is left out (readers check each value:
+    ``analysis/compare_fits``)."""
+    if not isinstance(v, dict):
+        return {}
+    return {
+        str(pid): {str(k): cast(SignalSummary, x) for k, x in by.items() if isinstance(x, dict)}
+        for pid, by in v.items()
+        if isinstance(by, dict)
+    }
 
 
 def _require(cond: bool, message: str) -> None:

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
 import sys
+import sysconfig
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -65,3 +70,91 @@ def validate(record: Dict[str, Any], schema: Dict[str, Any]) -> None:
     import jsonschema
 
     jsonschema.validate(record, schema)
+
+
+def is_stdlib(module: str) -> bool:
+    """Is ``module`` (dotted) part of the standard library? ``sys.stdlib_module_names`` where
+    there is one (3.10+), else where its top-level package lives."""
+    top = module.split(".")[0]
+    names = getattr(sys, "stdlib_module_names", None)
+    if names is not None:
+        return top in names
+    if top in sys.builtin_module_names:
+        return True
+    spec = importlib.util.find_spec(top)
+    origin = spec.origin if spec is not None else None
+    if origin is None or origin in ("built-in", "frozen"):
+        return spec is not None
+    stdlib = os.path.realpath(sysconfig.get_paths()["stdlib"])
+    real = os.path.realpath(origin)
+    return real.startswith(stdlib + os.sep) and "site-packages" not in real
+
+
+# -- the sample corpus, run once per session --------------------------------------------------
+
+CORPUS_SCRIPTS = sorted(p.name for p in SAMPLES.glob("leak_*.py")) + sorted(
+    p.name for p in SAMPLES.glob("ok_*.py")
+)
+
+# Fewer steps than the scripts' defaults where a script is slow per step, so
+# each run stays ~10-20 s on an idle 2-core machine. Every count still leaves
+# the leak (or its absence) several times over its detection threshold.
+CORPUS_STEPS: Dict[str, int] = {
+    "leak_rnn_hidden.py": 120,  # backward time grows with the (leaking) graph
+    "leak_matplotlib_figures.py": 250,  # one figure render per 5 steps: 50 figures
+    "leak_model_clones.py": 200,  # a deepcopy every 4 steps: 50 clones
+    "leak_episode_history.py": 200,
+    "leak_loss_list.py": 900,  # called "leak" from step ~150 on
+    "ok_loss_item.py": 900,  # its fixed twin, same length
+    # an idle machine runs these fast: enough steps that the run lasts 10-20 s there too
+    "ok_adam_warmup.py": 1200,
+    "ok_bounded_cache.py": 3600,
+}
+CORPUS_WORKERS = 2  # these machines have two cores
+CORPUS_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True)
+class CorpusRun:
+    """One corpus script's run under ``memprobe run``: its record, how long, what it said."""
+
+    path: Path
+    seconds: float
+    returncode: int
+    stderr: str
+
+    @property
+    def failure(self) -> str:
+        """The end of stderr when memprobe failed, else ''."""
+        return self.stderr[-3000:] if self.returncode else ""
+
+    def record(self) -> Dict[str, Any]:
+        return load(self.path)
+
+
+def _run_corpus_script(script: str, out_dir: Path) -> CorpusRun:
+    out = out_dir / f"{script}.json"
+    args = [sys.executable, "-m", "memprobe", "run", "-o", str(out), str(SAMPLES / script)]
+    if script in CORPUS_STEPS:
+        args += ["--steps", str(CORPUS_STEPS[script])]
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        args,
+        cwd=out_dir,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=CORPUS_TIMEOUT_S,
+        stdin=subprocess.DEVNULL,
+    )
+    return CorpusRun(out, time.monotonic() - t0, proc.returncode, proc.stderr)
+
+
+@pytest.fixture(scope="session")
+def corpus_runs(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, CorpusRun]:
+    """Every ``sample_scripts/leak_*.py`` and ``ok_*.py`` under ``memprobe run``, once per
+    session, two at a time; the corpus and attribution tests read these records."""
+    out_dir = tmp_path_factory.mktemp("corpus")
+    with ThreadPoolExecutor(max_workers=CORPUS_WORKERS) as pool:
+        futures = {s: pool.submit(_run_corpus_script, s, out_dir) for s in CORPUS_SCRIPTS}
+        return {script: fut.result() for script, fut in futures.items()}

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from conftest import SCRIPTS, load, main_process, run_cli
+
+pytestmark = pytest.mark.slow  # end to end: the real CLI as a subprocess
 
 
 def test_threads_building_tuples_survive_the_census(tmp_path: Path) -> None:

@@ -149,6 +149,7 @@ THROUGH_CLI = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", THROUGH_CLI)
 def test_report_refuses_bad_input_in_one_line(tmp_path: Path, case: str) -> None:
     path = BAD[case](tmp_path)
@@ -165,6 +166,7 @@ def test_loader_refuses_other_shapes_in_one_line(tmp_path: Path, case: str) -> N
     assert "\n" not in str(e.value) and str(e.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "case,side",
     [
@@ -183,6 +185,7 @@ def test_diff_refuses_bad_input_in_one_line(tmp_path: Path, case: str, side: str
     assert WORDS[case] in proc.stderr
 
 
+@pytest.mark.slow
 def test_html_output_to_a_missing_folder_is_one_line(tmp_path: Path) -> None:
     good = _good(tmp_path)
     proc = run_cli(
@@ -194,6 +197,7 @@ def test_html_output_to_a_missing_folder_is_one_line(tmp_path: Path) -> None:
     assert len(err) == 1 and err[0].startswith("memprobe: error: "), err
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file whatever its mode")
 def test_unreadable_file(tmp_path: Path) -> None:
     path = _good(tmp_path)

@@ -2,85 +2,37 @@
 
 Every ``leak_*.py`` must come out "leak" and every ``ok_*.py`` "no_leak",
 through the real CLI as a subprocess, reading the run.json it writes. The
-scripts run two at a time (these machines have two cores) in one module
-fixture; each test then asserts one script's verdict. Run with ``-s`` to see
-the verdict, the duration and the leading finding of each.
+scripts run two at a time (these machines have two cores) in one session fixture,
+``corpus_runs`` in conftest.py, shared with the attribution tests: each script runs once
+per test session. Each test then asserts one script's verdict. Run with ``-s`` to see the
+verdict, the duration and the leading finding of each.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import pytest
 
-from conftest import SAMPLES, cli_env
+from conftest import CORPUS_SCRIPTS, SAMPLES, CorpusRun
 from memprobe import record as rec
 from memprobe.analysis import analyze
 
 pytestmark = pytest.mark.slow
 
-SCRIPTS = sorted(p.name for p in SAMPLES.glob("leak_*.py")) + sorted(
-    p.name for p in SAMPLES.glob("ok_*.py")
-)
 
-# Fewer steps than the scripts' defaults where a script is slow per step, so
-# each run stays ~10-20 s on an idle 2-core machine. Every count still leaves
-# the leak (or its absence) several times over its detection threshold.
-STEPS: Dict[str, int] = {
-    "leak_rnn_hidden.py": 120,  # backward time grows with the (leaking) graph
-    "leak_matplotlib_figures.py": 250,  # one figure render per 5 steps: 50 figures
-    "leak_model_clones.py": 200,  # a deepcopy every 4 steps: 50 clones
-    "leak_episode_history.py": 200,
-    "leak_loss_list.py": 900,  # called "leak" from step ~150 on
-    "ok_loss_item.py": 900,  # its fixed twin, same length
-    # an idle machine runs these fast: enough steps that the run lasts 10-20 s there too
-    "ok_adam_warmup.py": 1200,
-    "ok_bounded_cache.py": 3600,
-}
-
-WORKERS = 2
-TIMEOUT_S = 300.0
-
-
-def _run(script: str, out_dir: Path) -> Tuple[str, float, subprocess.CompletedProcess[str]]:
-    out = out_dir / f"{script}.json"
-    args = [sys.executable, "-m", "memprobe", "run", "-o", str(out), str(SAMPLES / script)]
-    if script in STEPS:
-        args += ["--steps", str(STEPS[script])]
-    t0 = time.monotonic()
-    proc = subprocess.run(
-        args, cwd=out_dir, env=cli_env(), capture_output=True, text=True, timeout=TIMEOUT_S
-    )
-    return str(out), time.monotonic() - t0, proc
-
-
-@pytest.fixture(scope="module")
-def corpus_runs(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Tuple[str, float, str]]:
-    out_dir = tmp_path_factory.mktemp("corpus")
-    results: Dict[str, Tuple[str, float, str]] = {}
-    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        futures = {s: pool.submit(_run, s, out_dir) for s in SCRIPTS}
-        for script, fut in futures.items():
-            path, secs, proc = fut.result()
-            results[script] = (path, secs, proc.stderr[-3000:] if proc.returncode else "")
-    return results
-
-
-@pytest.mark.parametrize("script", SCRIPTS)
-def test_corpus_verdict(script: str, corpus_runs: Dict[str, Tuple[str, float, str]]) -> None:
+@pytest.mark.parametrize("script", CORPUS_SCRIPTS)
+def test_corpus_verdict(script: str, corpus_runs: Dict[str, CorpusRun]) -> None:
     # GIVEN a corpus script whose name says whether it leaks
     expected = "leak" if script.startswith("leak_") else "no_leak"
-    path, secs, err = corpus_runs[script]
+    run = corpus_runs[script]
     # WHEN it has run under `memprobe run`
-    assert not err, f"{script} failed under memprobe:\n{err}"
-    data = json.loads(Path(path).read_text())
+    assert not run.failure, f"{script} failed under memprobe:\n{run.failure}"
+    data = run.record()
+    secs = run.seconds
     leaks = [f for f in data["findings"] if f.get("kind", "leak") == "leak"]
     lead = leaks[0]["explanation"] if leaks else ""
     print(f"\n{script:32s} {data['verdict']:12s} {secs:5.1f}s {lead[:110]}")
@@ -110,12 +62,12 @@ def expected_holders(path: Path) -> List[str]:
     return []
 
 
-def test_corpus_non_leaks_settle_to_no_leak(corpus_runs: Dict[str, Tuple[str, float, str]]) -> None:
+def test_corpus_non_leaks_settle_to_no_leak(corpus_runs: Dict[str, CorpusRun]) -> None:
     # GIVEN every non-leak of the corpus, run under `memprobe run`
     verdicts = {
-        s: json.loads(Path(corpus_runs[s][0]).read_text())["verdict"]
-        for s in SCRIPTS
-        if s.startswith("ok_") and not corpus_runs[s][2]
+        s: corpus_runs[s].record()["verdict"]
+        for s in CORPUS_SCRIPTS
+        if s.startswith("ok_") and not corpus_runs[s].failure
     }
     # THEN none is a leak, and all but at most one settle to no_leak within their run
     assert "leak" not in verdicts.values(), verdicts
@@ -152,12 +104,12 @@ def _n_upto(series: rec.Series, upto: int) -> int:
 
 
 def test_loss_list_leak_is_called_early_and_stays(
-    corpus_runs: Dict[str, Tuple[str, float, str]],
+    corpus_runs: Dict[str, CorpusRun],
 ) -> None:
     # GIVEN the loss-list leak's run record
-    path, _, err = corpus_runs["leak_loss_list.py"]
-    assert not err
-    record = rec.load(path)
+    run = corpus_runs["leak_loss_list.py"]
+    assert not run.failure
+    record = rec.load(str(run.path))
     total = record.processes[0].steps
     # WHEN the analysis is replayed on the run as it grew
     first = first_stable_leak_step(record)

@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memprobe.analysis.census import build_profile
-from memprobe.analysis.culprit import HINT_DETACH, attribute, culprit_for, live_culprit
+from memprobe.analysis.culprit import attribute, culprit_for, live_culprit
+from memprobe.analysis.hints import HINT_DETACH
 from memprobe.record import ExitInfo, Finding, Limits, Process, RunRecord
 
 

@@ -336,3 +336,85 @@ def test_census_that_saw_no_growing_container_counts_as_not_growing() -> None:
         after: Process = proc
         d = compare(before, dataclasses.replace(fixed, processes=[after]))
         assert {s.signal: s.status for s in d.signals}["container:__main__.losses:len"] == want
+
+
+def _inconclusive(record: RunRecord) -> RunRecord:
+    """The record as a run too short to call: every summary inconclusive, no findings."""
+    sums = {
+        pid: {k: dict(v, verdict="inconclusive") for k, v in by.items()}
+        for pid, by in record.signals.items()
+    }
+    return dataclasses.replace(record, signals=sums, findings=[], verdict="inconclusive")
+
+
+def test_growth_gone_after_an_inconclusive_before_is_fixed() -> None:
+    # GIVEN a before run that was inconclusive while growing +104.9 KiB/step (too short to
+    # call), and an after run of the fixed loop, flat (issue 15)
+    before = _inconclusive(g.leaky(leak_bytes_per_step=104.9 * 1024, seed=3))
+    after = g.fixed(seed=4)
+    # WHEN compared
+    d = compare(before, after)
+    by = {s.signal: s for s in d.signals}
+    # THEN the growth that is gone is fixed, not "same", and CI passes
+    assert by["rss_bytes"].status == "fixed", by["rss_bytes"]
+    assert by["tensors"].status == "fixed"
+    assert "inconclusive" in by["rss_bytes"].note
+    assert d.exit_code == EXIT_OK
+    # AND the other way round it is not a regression either (nothing leaks after)
+    assert compare(after, before).exit_code == EXIT_OK
+
+
+def test_inconclusive_before_at_a_rate_that_does_not_count_stays_same() -> None:
+    # GIVEN a before run inconclusive at a few bytes a step (under the 1 KiB/step that
+    # counts) and a flat after run
+    before = _inconclusive(g.make_record(leak_bytes_per_step=3.0, seed=5))
+    d = compare(before, g.fixed(seed=6))
+    # THEN nothing is called fixed: there was no growth that matters
+    assert {s.status for s in d.signals} == {"same"}
+
+
+def test_leak_before_and_no_leak_after_lists_nothing_as_persisting() -> None:
+    # GIVEN a leaky before run and a fixed after run whose analysis left RSS inconclusive
+    # around zero (a noisy signal in a NO LEAK run, as USS/PSS were in issue 15)
+    before = g.leaky(seed=7)
+    after = g.fixed(seed=8)
+    sums = dict(after.signals["1000"])
+    sums["rss_bytes"] = dict(
+        sums["rss_bytes"],
+        verdict="inconclusive",
+        slope_per_step=2048.0,
+        slope_per_s=2048.0 / g.STEP_S,
+        ci_low=-30 * 1024.0,
+        ci_high=34 * 1024.0,
+    )
+    after = dataclasses.replace(after, signals={"1000": sums})
+    assert after.verdict == "no_leak"
+    # WHEN compared
+    d = compare(before, after)
+    # THEN every signal and finding that leaked before is fixed; none persists
+    assert {s.signal: s.status for s in d.signals}["rss_bytes"] == "fixed"
+    assert not [s for s in d.signals if s.status == "persisting"]
+    assert {f.status for f in d.findings} == {"fixed"}
+    assert d.exit_code == EXIT_OK
+
+
+def test_findings_match_by_culprit_when_the_lead_signal_changed() -> None:
+    # GIVEN the same leak in both runs, led by RSS before and by the tensor count after
+    # (the grouping puts the signal it trusts most first; that may differ between runs)
+    before = g.leaky(seed=9)
+    after = g.leaky(seed=10)
+    lead_rss = next(f for f in before.findings if f.signal == "rss_bytes")
+    lead_tensors = next(f for f in after.findings if f.signal == "tensors")
+    before = dataclasses.replace(
+        before, findings=[dataclasses.replace(lead_rss, signals=["rss_bytes", "tensors"])]
+    )
+    after = dataclasses.replace(
+        after, findings=[dataclasses.replace(lead_tensors, signals=["tensors", "rss_bytes"])]
+    )
+    # WHEN compared
+    d = compare(before, after)
+    # THEN it is one finding, matched by its holder, persisting: not one fixed and one new
+    assert [(f.status, f.holder) for f in d.findings] == [
+        ("persisting", "__main__.trainer.actor_losses")
+    ]
+    assert d.findings[0].before is not None and d.findings[0].after is not None

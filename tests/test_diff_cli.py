@@ -12,6 +12,8 @@ import pytest
 
 from memprobe.analysis.compare import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION
 
+pytestmark = pytest.mark.slow  # end to end: the real CLI as a subprocess
+
 DATA = Path(__file__).resolve().parent / "data"
 LEAKY = str(DATA / "run-v1-synthetic-leaky.json")
 FIXED = str(DATA / "run-v1-synthetic-fixed.json")

@@ -31,6 +31,8 @@ from conftest import cli_env, load, run_cli, validate
 from memprobe.limits import oom_kill_count
 from memprobe.rebuild import rebuild
 
+pytestmark = pytest.mark.slow  # end to end: the real CLI as a subprocess
+
 OOM_READABLE = oom_kill_count() is not None
 
 

@@ -68,6 +68,7 @@ def _refused_before_start(
     assert not marker.exists(), "the target was started"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["missing_folder", "is_directory", "unwritable"])
 def test_bad_output_path_fails_before_the_target_starts(
     tmp_path: Path, case: str, request: pytest.FixtureRequest
@@ -84,6 +85,7 @@ def test_bad_output_path_fails_before_the_target_starts(
     assert not list(tmp_path.glob("**/*.run"))
 
 
+@pytest.mark.slow
 def test_disk_full_during_the_run_keeps_the_folder_and_says_how_to_rebuild(
     tmp_path: Path, small_disk: Path, schema: dict
 ) -> None:
@@ -123,6 +125,7 @@ except OSError as e:
 """
 
 
+@pytest.mark.slow
 def test_a_failing_save_leaves_no_partial_file_and_the_old_record_intact(tmp_path: Path) -> None:
     # GIVEN a record larger than the file-size limit the writer runs under (a disk-full stand-in
     # that needs no root), and an older run.json at the target path
@@ -166,6 +169,7 @@ def test_non_finite_numbers_from_analysis_do_not_cost_the_run(tmp_path: Path, sc
     assert rec.load(str(path)).findings[0].slope_per_s is None
 
 
+@pytest.mark.slow
 def test_run_folder_0700_files_0600_even_with_umask_0(tmp_path: Path) -> None:
     out, ready = tmp_path / "r.json", tmp_path / "ready"
     proc = subprocess.run(
@@ -196,6 +200,7 @@ def test_run_folder_0700_files_0600_even_with_umask_0(tmp_path: Path) -> None:
     assert load(out)["exit"]["code"] == 0
 
 
+@pytest.mark.slow
 def test_record_and_run_folder_are_rewritten_not_followed(tmp_path: Path) -> None:
     # GIVEN an existing run.json and a stale run folder of an earlier run at the same path
     out, ready = tmp_path / "r.json", tmp_path / "ready"

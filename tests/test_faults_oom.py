@@ -19,6 +19,8 @@ from faultutil import FAST
 
 from conftest import SCRIPTS, cli_env, load, validate
 
+pytestmark = pytest.mark.slow  # end to end: the real CLI as a subprocess
+
 LIMIT = 400 * 1024 * 1024
 
 

@@ -14,6 +14,8 @@ from faultutil import FAST, TARGET, memprobe_lines, run_plain
 
 from conftest import SCRIPTS, cli_env, load, run_cli, validate
 
+pytestmark = pytest.mark.slow  # end to end: the real CLI as a subprocess
+
 ENV_SCRIPT = SCRIPTS / "fault_env.py"
 
 

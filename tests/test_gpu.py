@@ -10,6 +10,8 @@ import pytest
 
 from conftest import SAMPLES, SCRIPTS, load, main_process, run_cli
 
+pytestmark = pytest.mark.slow  # end to end: the real CLI as a subprocess
+
 torch = pytest.importorskip("torch")
 HAS_GPU = torch.cuda.is_available()
 gpu = pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU")
@@ -51,6 +53,7 @@ def test_gpu_series_and_nvml_when_the_target_uses_cuda(tmp_path: Path) -> None:
 
 @gpu
 def test_gpu_leak_is_a_leak_with_holder_and_projection(tmp_path: Path) -> None:
+    # GIVEN a loop that keeps one device tensor per step in a list
     out = tmp_path / "run.json"
     proc = run_cli(["run", "-o", str(out), str(SAMPLES / "gpu_leak_tensor_list.py")], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -63,7 +66,13 @@ def test_gpu_leak_is_a_leak_with_holder_and_projection(tmp_path: Path) -> None:
         and any(s.startswith("cuda:0/allocated") for s in f.get("signals") or [f["signal"]])
     ]
     assert gpu_findings, [f["signal"] for f in record["findings"]]
-    assert gpu_findings[0]["projected_oom"] is not None
+    lead = gpu_findings[0]
+    assert lead["projected_oom"] is not None
+    # AND it names what holds the device tensors: the script's debug list, a torch.Tensor
+    culprit = lead["culprit"]
+    assert culprit is not None, lead
+    assert "debug_activations" in (culprit["holder"] or ""), culprit
+    assert culprit["type"] == "torch.Tensor", culprit
 
 
 @gpu

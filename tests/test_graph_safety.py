@@ -87,6 +87,7 @@ def test_census_stays_under_the_wrapper_cap(small_cap: int) -> None:
     del x
 
 
+@pytest.mark.slow
 def test_census_then_teardown_of_a_deep_chain_exits_cleanly(tmp_path: Path) -> None:
     # GIVEN a 9,000-step RNN chain (~90,000 nodes) that a census walks, in a fresh process
     code = textwrap.dedent(

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from memprobe.analysis.census import build_profile
-from memprobe.analysis.culprit import HINT_CARRIED, HINT_DETACH, attribute, culprit_for
+from memprobe.analysis.culprit import attribute, culprit_for
 from memprobe.analysis.grouping import group_findings
+from memprobe.analysis.hints import HINT_CARRIED, HINT_DETACH
 from memprobe.analysis.verdict import SignalVerdict
 from memprobe.record import ExitInfo, Finding, Limits, Process, RunRecord
 
@@ -63,7 +64,7 @@ def test_signals_of_one_holder_are_one_finding() -> None:
     assert f.signal == "rss_bytes"
     assert f.signals == ["rss_bytes", "graph:held_by:main:losses", "container:main:losses:len"]
     assert f.retained_bytes == 40 * MIB
-    assert "It holds ≈ 40 MiB now." in f.explanation and "Growing with it" in f.explanation
+    assert "It holds ≈ 40.0 MiB now." in f.explanation and "Growing with it" in f.explanation
 
 
 def test_memory_without_a_culprit_joins_the_only_holder() -> None:

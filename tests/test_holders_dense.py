@@ -19,6 +19,8 @@ import pytest
 
 from conftest import ROOT, SCRIPTS
 
+pytestmark = pytest.mark.slow  # end to end: the real CLI as a subprocess
+
 pytest.importorskip("torch")
 
 SHAPES = {

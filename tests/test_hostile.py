@@ -50,6 +50,7 @@ def hostile_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return records[0], proc.stderr
 
 
+@pytest.mark.slow
 def test_run_output_shows_hostile_names_as_text(hostile_run: tuple[Path, str]) -> None:
     record_path, stderr = hostile_run
     # THEN nothing the target named reached the terminal raw ...
@@ -64,6 +65,7 @@ def test_run_output_shows_hostile_names_as_text(hostile_run: tuple[Path, str]) -
     assert any(ESC_TITLE[:-1] in name for p in record["processes"] for name in p["series"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["text", "markdown"])
 def test_report_shows_hostile_names_as_text(hostile_run: tuple[Path, str], fmt: str) -> None:
     record_path, _ = hostile_run
@@ -86,6 +88,7 @@ def test_report_shows_hostile_names_as_text(hostile_run: tuple[Path, str], fmt: 
         assert "<" not in proc.stdout.replace("&lt;", "")
 
 
+@pytest.mark.slow
 def test_live_table_shows_hostile_names_as_text(tmp_path: Path) -> None:
     # GIVEN `memprobe run --live` on a terminal (forced), a hostile script name and argv
     script = tmp_path / SCRIPT_NAME
@@ -136,6 +139,7 @@ def test_live_table_and_progress_line_render_names_as_text() -> None:
     assert "\x1b" not in line
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args",
     [
@@ -196,6 +200,7 @@ def test_nothing_from_a_record_is_executed_or_unpickled() -> None:
     assert found == []
 
 
+@pytest.mark.slow
 def test_a_record_with_code_like_strings_loads_as_plain_data(tmp_path: Path) -> None:
     from recordgen import make_record
 

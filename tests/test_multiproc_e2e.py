@@ -18,6 +18,8 @@ import pytest
 
 from conftest import SAMPLES, cli_env, load, validate
 
+pytestmark = pytest.mark.slow  # end to end: the real CLI as a subprocess
+
 Record = Dict[str, Any]
 MIB = 2**20
 TORCHRUN = Path(sys.executable).parent / "torchrun"  # installed with torch, beside python

@@ -397,6 +397,7 @@ def test_agent_reads_worker_id_from_slotted_and_plain_worker_info(
     assert identity._worker_info() is None
 
 
+@pytest.mark.slow
 def test_tree_sampler_sees_non_python_children_and_skips_zombies(tmp_path: Path) -> None:
     # GIVEN a Python process with a live `sleep` child and an exited, never-reaped one
     code = (

@@ -81,6 +81,7 @@ def test_lenient_minimal_record_loads() -> None:
     assert "rss_bytes" in report_markdown(record)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", GOLDEN + [DATA / "lenient-v1-minimal.json"], ids=lambda p: p.name)
 def test_report_cli_on_every_record(path: Path, tmp_path: Path) -> None:
     r = memprobe("report", str(path), cwd=tmp_path)
@@ -89,6 +90,7 @@ def test_report_cli_on_every_record(path: Path, tmp_path: Path) -> None:
     assert "memprobe report" in r.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["markdown", "json"])
 def test_report_cli_formats(fmt: str, tmp_path: Path) -> None:
     r = memprobe("report", str(DATA / "run-v1-synthetic-leaky.json"), "--format", fmt, cwd=tmp_path)
@@ -100,6 +102,7 @@ def test_report_cli_formats(fmt: str, tmp_path: Path) -> None:
         assert r.stdout.startswith("## memprobe report") and "loss\\.item" in r.stdout
 
 
+@pytest.mark.slow
 def test_report_text_shows_finding_and_fix(tmp_path: Path) -> None:
     r = memprobe("report", str(DATA / "run-v1-synthetic-leaky.json"), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
@@ -111,6 +114,7 @@ def test_report_text_shows_finding_and_fix(tmp_path: Path) -> None:
     assert "\x1b" not in out  # not a terminal: no escape codes
 
 
+@pytest.mark.slow
 def test_report_html_file(tmp_path: Path) -> None:
     out = tmp_path / "report.html"
     r = memprobe("report", str(DATA / "run-v1-hostile.json"), "--html", str(out), cwd=tmp_path)
@@ -120,6 +124,7 @@ def test_report_html_file(tmp_path: Path) -> None:
     assert "<script>alert(1)" not in page
 
 
+@pytest.mark.slow
 def test_report_html_unwritable(tmp_path: Path) -> None:
     r = memprobe(
         "report",
@@ -149,16 +154,19 @@ BAD_INPUTS: List[tuple] = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,content", BAD_INPUTS, ids=[b[0] for b in BAD_INPUTS])
 def test_bad_input_is_one_line_error(name: str, content: bytes, tmp_path: Path) -> None:
     (tmp_path / name).write_bytes(content)
     _one_line_error(memprobe("report", name, cwd=tmp_path), name)
 
 
+@pytest.mark.slow
 def test_missing_file_is_one_line_error(tmp_path: Path) -> None:
     _one_line_error(memprobe("report", "nope.json", cwd=tmp_path), "nope.json")
 
 
+@pytest.mark.slow
 def test_folder_without_a_run_is_one_line_error(tmp_path: Path) -> None:
     (tmp_path / "empty_dir").mkdir()
     r = memprobe("report", "empty_dir", cwd=tmp_path)

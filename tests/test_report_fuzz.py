@@ -20,11 +20,10 @@ from memprobe.render.report import render_report, report_json, report_markdown
 weird_text = st.text(
     alphabet=st.characters(blacklist_categories=("Cs",)), max_size=30
 ) | st.sampled_from(["<script>alert(1)</script>", "[bold]x[/]", "\x1b[31mred", "`|`", ""])
-number = st.one_of(
-    st.integers(-(10**12), 10**12),
-    st.floats(allow_nan=True, allow_infinity=True),
-    st.none(),
+some_number = st.one_of(
+    st.integers(-(10**12), 10**12), st.floats(allow_nan=True, allow_infinity=True)
 )
+number = some_number | st.none()
 anything = st.recursive(
     st.one_of(number, weird_text, st.booleans()),
     lambda c: st.lists(c, max_size=3) | st.dictionaries(weird_text, c, max_size=3),
@@ -37,7 +36,9 @@ def series(draw: Any) -> Dict[str, Any]:
     n = draw(st.integers(0, 30))
     steps = draw(st.lists(st.one_of(st.integers(-5, 10**6), st.none()), min_size=n, max_size=n))
     t = draw(st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=n, max_size=n))
-    v = draw(st.lists(number.filter(lambda x: x is not None), min_size=n, max_size=n))
+    # drawn without None, not filtered: a filter rejecting a third of the draws made
+    # Hypothesis give up on some seeds (FailedHealthCheck filter_too_much)
+    v = draw(st.lists(some_number, min_size=n, max_size=n))
     return {"step": steps, "t": t, "value": v}
 
 

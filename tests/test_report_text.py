@@ -103,3 +103,24 @@ def test_sparkline() -> None:
     assert sparkline([0, 1, 2, 3, 4, 5, 6, 7]) == "▁▂▃▄▅▆▇█"
     assert len(sparkline(list(range(1000)), 20)) == 20
     assert sparkline([1.0, float("nan"), 2.0]) == "▁█"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+def test_every_place_a_target_string_is_shown_uses_the_one_sanitiser(s: str) -> None:
+    # GIVEN any string from the target, shown by the run summary and the live table
+    # (safe_text) and by the CLI's error line (_fail)
+    import contextlib
+
+    from memprobe import cli
+    from memprobe.render.fmt import safe_text
+
+    shown = safe_text(s).plain
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        cli._fail(s)
+    # THEN each is what the one sanitiser makes of it: no controls, no escapes, one line
+    assert shown == clean(s, None)
+    assert err.getvalue() == f"memprobe: error: {clean(s, 2000)}\n"
+    for out in (shown, err.getvalue().rstrip("\n")):
+        assert not CONTROL.search(out) and "\x1b" not in out

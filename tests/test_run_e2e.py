@@ -11,6 +11,8 @@ import pytest
 
 from conftest import SAMPLES, SCRIPTS, cli_env, load, main_process, run_cli, validate
 
+pytestmark = pytest.mark.slow  # end to end: the real CLI as a subprocess
+
 PROBE = SCRIPTS / "probe_target.py"
 
 

@@ -22,9 +22,9 @@ from memprobe.analysis.verdict import (
     LEAK,
     NO_LEAK,
     SignalVerdict,
-    format_bytes,
     judge_series,
 )
+from memprobe.analysis.wording import fmt_bytes
 
 __all__ = [
     "INCONCLUSIVE",
@@ -37,7 +37,7 @@ __all__ = [
     "analyze",
     "describe",
     "family_of",
-    "format_bytes",
+    "fmt_bytes",
     "judge_series",
     "limit_for",
     "prepare",

@@ -3,7 +3,9 @@
 ``compare(before, after)`` matches processes (role, rank, worker id, then
 order), their signals (by name) and the findings, and gives each a status:
 
-- ``fixed``: a leak before, none after;
+- ``fixed``: growth before that the after run no longer shows, whatever the before
+  verdict: a leak before and none after, or an inconclusive before run growing at a rate
+  that counts and an after run that does not grow;
 - ``new``: no leak before (or not measured), a leak after;
 - ``persisting``: a leak in both at the same rate (within noise);
 - ``improved`` / ``regressed``: a leak whose rate fell / rose beyond noise;
@@ -28,10 +30,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
-from memprobe.analysis.compare_fits import SignalFit, as_fit, rate, signal_fits, unit_of
+from memprobe.analysis.compare_fits import SignalFit, as_fit, rate, signal_fits
 from memprobe.analysis.compare_match import ProcessMatch, match_processes
+from memprobe.analysis.options import DetectOptions
+from memprobe.analysis.series import unit_of
 from memprobe.record import Finding, Process, RunRecord
 
 __all__ = [
@@ -210,7 +214,10 @@ def compare(
                 else "s"
             )
             if fa is None and fb is not None and m.after is not None and _tracked(m.after, name):
-                status = "fixed" if fb.verdict == "leak" else "same"
+                grew = fb.verdict == "leak" or (
+                    fb.verdict == "inconclusive" and _matters(rate(fb, sper) or 0.0, fb.unit, sper)
+                )
+                status = "fixed" if grew else "same"
                 note = "not recorded after: it no longer grows"
             elif (
                 fb is None and fa is not None and m.before is not None and _tracked(m.before, name)
@@ -271,7 +278,9 @@ def _status(
     if leak_b:
         if a.verdict == "no_leak":
             return "fixed", ""
-        # inconclusive after: not fixed, perhaps slower
+        if _growth_gone(b, a, per, options):
+            return "fixed", "the after run is inconclusive but shows none of that growth"
+        # inconclusive after, still at a rate like the before one: not fixed, perhaps slower
         lower = _change(b, a, per, options) < 0
         return ("improved" if lower else "persisting"), "the after run is inconclusive"
     if leak_a:
@@ -284,7 +293,44 @@ def _status(
         return "new", ("the before run was inconclusive" if b.verdict == "inconclusive" else "")
     if a.verdict is None or b.verdict is None:
         return "not_compared", "no analysis in the " + ("after" if a.verdict is None else "before")
+    if b.verdict == "inconclusive" and _growth_gone(b, a, per, options):
+        # the growth the before run could not yet call a leak is gone: that is a fix too
+        return "fixed", "the before run was inconclusive, growing; the after run does not grow"
     return "same", ""
+
+
+def _growth_gone(b: SignalFit, a: SignalFit, per: str, options: CompareOptions) -> bool:
+    """Did the before run grow at a rate that matters, and does the after run show none of
+    it? The after run is no leak and grows by nothing it can tell from noise, and its rate
+    is clearly under the before one: below the before run's interval, or the before rate
+    above the after run's interval, or under ``rel_tolerance`` of it."""
+    rb, ra = rate(b, per), rate(a, per)
+    if rb is None or not math.isfinite(rb) or not _matters(rb, b.unit, per):
+        return False
+    if a.verdict == "leak" or _grows(a, per):
+        return False
+    if ra is None or not math.isfinite(ra):
+        return a.verdict == "no_leak"
+    cb, ca = _ci(b, per), _ci(a, per)
+    return (
+        (cb is not None and ra < cb[0])
+        or (ca is not None and ca[1] < rb)
+        or ra <= options.rel_tolerance * rb
+    )
+
+
+def _grows(fit: SignalFit, per: str) -> bool:
+    """Growth the fit tells from noise: a positive rate whose interval excludes zero."""
+    r, ci = rate(fit, per), _ci(fit, per)
+    return r is not None and r > 0 and ci is not None and ci[0] > 0
+
+
+def _matters(r: float, unit: str, per: str) -> bool:
+    """A rate at or above what the detector counts by default (1 KiB or 0.05 items a step)."""
+    o = DetectOptions()
+    if unit == "bytes":
+        return r >= (o.min_bytes_per_step if per == "step" else o.min_bytes_per_s)
+    return r >= (o.min_count_per_step if per == "step" else o.min_count_per_s)
 
 
 def _tracked(p: Process, signal: str) -> bool:
@@ -319,8 +365,7 @@ def _match_findings(
         return (labels.get(f.pid, "?") if f.pid is not None else "run", f.signal, f.kind)
 
     def culprit(f: Finding) -> Tuple[Optional[str], Optional[str]]:
-        c = f.culprit or {}
-        t, h = c.get("type"), c.get("holder")
+        t, h = f.culprit_type, f.holder
         return (None if t is None else str(t), None if h is None else str(h))
 
     def status(fb: Optional[Finding], fa: Optional[Finding], proc: str, signal: str) -> str:
@@ -346,9 +391,7 @@ def _match_findings(
     out: List[FindingDiff] = []
     for fb in before.findings:
         kb = key(fb, label_b)
-        cands = [fa for fa in remaining if key(fa, label_a) == kb]
-        exact = [fa for fa in cands if culprit(fa) == culprit(fb)]
-        fa: Optional[Finding] = (exact or cands)[0] if (exact or cands) else None
+        fa = _counterpart(fb, kb[0], [(f, key(f, label_a)[0]) for f in remaining], culprit)
         if fa is not None:
             remaining.remove(fa)
         t, h = culprit(fa or fb)
@@ -360,3 +403,35 @@ def _match_findings(
         st = status(None, fa, ka[0], fa.signal)
         out.append(FindingDiff(ka[0], fa.signal, fa.kind, t, h, per, None, fa, st))
     return out
+
+
+def _counterpart(
+    fb: Finding,
+    process: str,
+    candidates: List[Tuple[Finding, str]],
+    culprit: Callable[[Finding], Tuple[Optional[str], Optional[str]]],
+) -> Optional[Finding]:
+    """The after run's finding that is ``fb`` again, in the same process and of its kind:
+    the same culprit (holder and type) and leading signal; else the same culprit sharing
+    any of its signals (the lead may differ between runs); else the same leading signal;
+    else any finding sharing one of its signals."""
+    same = [fa for fa, proc in candidates if proc == process and fa.kind == fb.kind]
+    named = culprit(fb)
+    mine = set(fb.signals or [fb.signal])
+
+    def shares(fa: Finding) -> bool:
+        return bool(mine & set(fa.signals or [fa.signal]))
+
+    def ours(fa: Finding) -> bool:
+        return named[1] is not None and culprit(fa) == named
+
+    for test in (
+        lambda fa: ours(fa) and fa.signal == fb.signal,
+        lambda fa: ours(fa) and shares(fa),
+        lambda fa: fa.signal == fb.signal,
+        shares,
+    ):
+        found = [fa for fa in same if test(fa)]
+        if found:
+            return found[0]
+    return None

@@ -6,9 +6,10 @@ import math
 from dataclasses import dataclass
 from typing import Any, Dict, Optional
 
+from memprobe.analysis.series import unit_of
 from memprobe.record import Finding, RunRecord, Series
 
-__all__ = ["SignalFit", "signal_fits", "rate", "as_fit", "unit_of"]
+__all__ = ["SignalFit", "signal_fits", "rate", "as_fit"]
 
 
 @dataclass(frozen=True)
@@ -48,9 +49,7 @@ class SignalFit:
 def signal_fits(record: RunRecord) -> Dict[int, Dict[str, SignalFit]]:
     """Per pid and signal: the record's analysis summary (tolerating gaps) and peak.
 
-    A record without summaries (older, or written without analysis) is analysed
-    here when ``memprobe.analysis.analyze`` is available; otherwise its signals
-    have no fit (verdict None).
+    A record without summaries (older, or written without analysis) is analysed here.
     """
     raw_all = record.signals if isinstance(record.signals, dict) else {}
     if not raw_all and any(p.series for p in record.processes):
@@ -67,18 +66,10 @@ def signal_fits(record: RunRecord) -> Dict[int, Dict[str, SignalFit]]:
 
 
 def _analyze(record: RunRecord) -> Dict[str, Any]:
-    from memprobe import analysis
     from memprobe.analysis.options import DetectOptions
+    from memprobe.analysis.run import analyze  # scipy: only for records without summaries
 
-    analyze = getattr(analysis, "analyze", None)  # present once the detection engine lands
-    if analyze is None:
-        return {}
-    signals = getattr(analyze(record, DetectOptions()), "signals", None)
-    return signals if isinstance(signals, dict) else {}
-
-
-def unit_of(signal: str) -> str:
-    return "bytes" if signal.endswith("bytes") else "count"
+    return analyze(record, DetectOptions()).signals
 
 
 def _num(v: object) -> Optional[float]:

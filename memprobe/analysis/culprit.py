@@ -14,42 +14,28 @@ import dataclasses
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple, cast
 
 from memprobe.analysis.census import Container, Profile, build_profile, series_lengths
+from memprobe.analysis.hints import (
+    HINT_CARRIED,
+    HINT_CONTAINER,
+    HINT_DETACH,
+    HINT_FIGURE,
+    HINT_ITEM,
+    HINT_MODULE,
+    HINT_NO_GRAD,
+    HINT_NUMPY,
+    HINT_OBJECTS,
+)
 from memprobe.analysis.holderline import grow_line
-from memprobe.record import Finding, RunRecord
+from memprobe.record import Culprit as RecordCulprit
+from memprobe.record import Evidence, Finding, RunRecord
 
 __all__ = ["Culprit", "attribute", "culprit_for", "live_culprit"]
 
-HINT_ITEM = (
-    "keep numbers, not tensors: `losses.append(loss.item())` / `total += loss.item()` "
-    "(or `loss.detach()`); every kept loss tensor keeps its step's autograd graph alive"
-)
-HINT_NO_GRAD = (
-    "outputs of a forward pass are kept with their autograd graph (activations included): "
-    "run that forward under `torch.no_grad()` / `torch.inference_mode()`, or keep "
-    "`out.detach()` or the numbers you need (`.item()`, `.tolist()`)"
-)
 # graph roots a loss or a reduction of one ends in: a kept loss, not a kept model output
 _LOSS_ROOT = re.compile(r"(Loss|Entropy|Mean|Sum|Div|Add|Sub|Mul|Neg|Pow|Exp|Log)Backward", re.I)
-HINT_CARRIED = (
-    "a tensor carried across steps is computed from each step's tensors, so it keeps every "
-    "step's graph: accumulate numbers (`total += loss.item()`) or detach what goes in "
-    "(`running = 0.99 * running + 0.01 * x.detach()`)"
-)
-HINT_DETACH = (
-    "state carried across steps keeps every step's graph alive: detach it at the step "
-    "boundary (`h = h.detach()`, `running = running.detach()`)"
-)
-HINT_CONTAINER = "clear it once used, or bound it: `collections.deque(maxlen=N)`"
-HINT_MODULE = (
-    "old models stay alive: drop the reference (registry, 'best so far' slot, reference "
-    "cycle); copy weights with `load_state_dict` instead of `copy.deepcopy`"
-)
-HINT_FIGURE = "figures are never closed: call `plt.close(fig)` once each one is saved"
-HINT_NUMPY = "per-step NumPy arrays are kept: preallocate and reuse a buffer, or keep summaries"
-HINT_OBJECTS = "objects of this type accumulate: find who keeps them and drop or bound it"
 
 TENSOR = "torch.Tensor"
 PYPLOT_FIGURES = "matplotlib.pyplot's open figures (Gcf.figs)"
@@ -68,9 +54,9 @@ class Culprit:
     pattern: str
     fix_hint: Optional[str]
     sentence: str
-    evidence: Dict[str, Any] = field(default_factory=dict)
+    evidence: Evidence = field(default_factory=lambda: Evidence())
 
-    def as_dict(self) -> Dict[str, Any]:
+    def as_dict(self) -> RecordCulprit:
         return {
             "type": self.type,
             "holder": self.holder,
@@ -115,7 +101,7 @@ def attribute(
         if kept_at is not None:
             c = dataclasses.replace(c, location=kept_at)
         explanation = c.sentence + (" " + f.explanation if f.explanation else "")
-        parts = {"culprit_sentence": c.sentence, "signal_sentence": f.explanation}
+        parts: Evidence = {"culprit_sentence": c.sentence, "signal_sentence": f.explanation}
         out.append(
             dataclasses.replace(
                 f,
@@ -540,8 +526,12 @@ def _is_tensor(name: str) -> bool:
     return name in (TENSOR, "torch.nn.parameter.Parameter") or name.endswith("Tensor")
 
 
-def _ev(**kw: Any) -> Dict[str, Any]:
-    return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in kw.items() if v is not None}
+def _ev(**kw: Any) -> Evidence:
+    """Evidence from keyword figures (the keys are Evidence's; floats rounded, Nones left out)."""
+    return cast(
+        Evidence,
+        {k: (round(v, 4) if isinstance(v, float) else v) for k, v in kw.items() if v is not None},
+    )
 
 
 def _make(
@@ -552,11 +542,11 @@ def _make(
     pattern: str,
     hint: Optional[str],
     sentence: str,
-    ev: Dict[str, Any],
+    ev: Evidence,
     box: Optional[Container],
 ) -> Culprit:
     location, traceback = prof.location()
-    evidence: Dict[str, Any] = {"pattern": pattern}
+    evidence: Evidence = {"pattern": pattern}
     if type_name:
         evidence["growing_type"] = type_name
     evidence.update(ev)

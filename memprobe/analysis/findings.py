@@ -2,50 +2,38 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
-from memprobe.analysis.verdict import LEAK, NO_LEAK, SignalVerdict, format_bytes
-from memprobe.record import Finding
-
-_LOSS_HINT = "keep numbers, not tensors: `total += loss.item()` / `losses.append(loss.detach())`"
-_DETACH_HINT = (
-    "state carried across steps keeps every step's graph alive: detach it at the step "
-    "boundary (`h = h.detach()`, `running = running.detach()`)"
+from memprobe.analysis.hints import (
+    HINT_CONTAINER,
+    HINT_DETACH,
+    HINT_FIGURE,
+    HINT_FRAGMENTATION,
+    HINT_HEAP,
+    HINT_ITEM,
+    HINT_MODULE,
+    HINT_NUMPY,
+    HINT_WORKER,
 )
-_CONTAINER_HINT = "clear it when it has been used, or bound it: `collections.deque(maxlen=N)`"
-_MODULE_HINT = (
-    "old models stay alive: drop the reference (registry, 'best so far' slot, reference "
-    "cycle) and copy weights with `load_state_dict` instead of `deepcopy`"
-)
-_NUMPY_HINT = "per-step NumPy arrays are kept: preallocate and reuse a buffer, or keep summaries"
-_FIGURE_HINT = "figures are never closed: call `plt.close(fig)` after saving each one"
-_HEAP_HINT = (
-    "Python objects accumulate: look for a list or dict on a long-lived object that only "
-    "grows; clear it or use `collections.deque(maxlen=N)`"
-)
-_WORKER_HINT = (
-    "DataLoader workers touch the refcounts of a Python-object dataset and copy its pages "
-    "(pytorch/pytorch#13246): store it in NumPy arrays or Arrow instead of lists of objects"
-)
-_FRAGMENTATION_HINT = (
-    "not a leak but allocator fragmentation: try `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`"
-)
+from memprobe.analysis.verdict import LEAK, NO_LEAK, SignalVerdict
+from memprobe.analysis.wording import fmt_bytes
+from memprobe.record import Evidence, Finding, Projection
 
 # (name prefix or exact name, what grows, hint); first match wins
 _PATTERNS: List[Tuple[str, str, Optional[str]]] = [
-    ("tensors:grad_fn_count", "tensors that hold an autograd graph", _LOSS_HINT),
-    ("graph:roots", "live autograd graphs", _LOSS_HINT),
-    ("graph:largest", "the largest live autograd graph (nodes)", _DETACH_HINT),
-    ("graph:nodes", "autograd graph nodes kept alive", _DETACH_HINT),
-    ("tensors:", "live tensors", _LOSS_HINT),
-    ("modules:", "nn.Module instances and their parameters", _MODULE_HINT),
-    ("figures:", "open matplotlib figures", _FIGURE_HINT),
-    ("ndarray:", "NumPy arrays", _NUMPY_HINT),
-    ("container:", "a container's length", _CONTAINER_HINT),
-    ("objects:", "live objects of one type", _HEAP_HINT),
-    ("py_alloc_blocks", "Python heap blocks", _HEAP_HINT),
-    ("gc_tracked_objects", "gc-tracked Python objects", _HEAP_HINT),
-    ("cuda:", "GPU memory held by tensors", _LOSS_HINT),
+    ("tensors:grad_fn_count", "tensors that hold an autograd graph", HINT_ITEM),
+    ("graph:roots", "live autograd graphs", HINT_ITEM),
+    ("graph:largest", "the largest live autograd graph (nodes)", HINT_DETACH),
+    ("graph:nodes", "autograd graph nodes kept alive", HINT_DETACH),
+    ("tensors:", "live tensors", HINT_ITEM),
+    ("modules:", "nn.Module instances and their parameters", HINT_MODULE),
+    ("figures:", "open matplotlib figures", HINT_FIGURE),
+    ("ndarray:", "NumPy arrays", HINT_NUMPY),
+    ("container:", "a container's length", HINT_CONTAINER),
+    ("objects:", "live objects of one type", HINT_HEAP),
+    ("py_alloc_blocks", "Python heap blocks", HINT_HEAP),
+    ("gc_tracked_objects", "gc-tracked Python objects", HINT_HEAP),
+    ("cuda:", "GPU memory held by tensors", HINT_ITEM),
     ("rss_bytes", "resident memory (RSS)", None),
     ("uss_bytes", "unique memory (USS)", None),
 ]
@@ -83,19 +71,20 @@ def rate_text_of(per_step: Optional[float], per_s: Optional[float], unit: str) -
 
 def _num(v: float, unit: str) -> str:
     if unit == "bytes":
-        return format_bytes(v)
+        return fmt_bytes(v, signed=True)
     return f"{v:+,.3g}" if abs(v) < 1000 else f"{v:+,.0f}"
 
 
-def projection_text(proj: Optional[Dict[str, Any]]) -> str:
+def projection_text(proj: Optional[Projection]) -> str:
     if not proj:
         return ""
-    limit = format_bytes(float(proj["limit_bytes"])).lstrip("+")
+    limit = fmt_bytes(float(proj["limit_bytes"]))
     where = []
     if proj.get("step") is not None:
         where.append(f"≈ step {proj['step']:,}")
-    if proj.get("t_s") is not None:
-        where.append(f"≈ {_duration(float(proj['t_s']))} into the run")
+    t_s = proj.get("t_s")
+    if t_s is not None:
+        where.append(f"≈ {_duration(float(t_s))} into the run")
     return f"; at this rate it reaches the {limit} limit at " + (", ".join(where) or "some point")
 
 
@@ -113,7 +102,7 @@ def leak_finding(
     pid: Optional[int],
     signal: str,
     v: SignalVerdict,
-    projection: Optional[Dict[str, Any]],
+    projection: Optional[Projection],
     role: str = "main",
     related: Optional[List[str]] = None,
 ) -> Finding:
@@ -126,7 +115,7 @@ def leak_finding(
     ):
         # private memory climbing while RSS does not: shared pages turning private, the
         # copy-on-access of a Python-object dataset, not memory the worker allocates
-        hint = _WORKER_HINT
+        hint = HINT_WORKER
     if hint is None and related:
         hint = describe(related[0])[1]
     after = " after the warm-up" if v.warmup_end_x is not None else ""
@@ -169,14 +158,14 @@ def fragmentation_finding(
         unit="bytes",
         confidence=reserved.confidence,
         explanation=text,
-        fix_hint=_FRAGMENTATION_HINT,
+        fix_hint=HINT_FRAGMENTATION,
         evidence=ev,
         kind="fragmentation",
     )
 
 
-def evidence(v: SignalVerdict, related: Optional[List[str]]) -> Dict[str, Any]:
-    ev: Dict[str, Any] = {
+def evidence(v: SignalVerdict, related: Optional[List[str]]) -> Evidence:
+    ev: Evidence = {
         "axis": v.axis,
         "n": v.n,
         "window": [v.x0, v.x_end],

@@ -21,12 +21,12 @@ what autograd graphs keep in C++, invisible to the item sizes).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from memprobe.analysis.findings import rate_text_of
 from memprobe.analysis.series import family_of
-from memprobe.analysis.wording import format_bytes
-from memprobe.record import Finding
+from memprobe.analysis.wording import fmt_bytes
+from memprobe.record import Evidence, Finding
 
 __all__ = ["group_findings"]
 
@@ -94,8 +94,7 @@ def _pattern_rank(f: Finding) -> int:
 
 
 def _key(f: Finding) -> Optional[Tuple[str, ...]]:
-    c = f.culprit or {}
-    holder, type_name = c.get("holder"), c.get("type")
+    holder, type_name = f.holder, f.culprit_type
     if isinstance(holder, str) and holder:
         return ("holder", holder)
     pattern = f.evidence.get("pattern")
@@ -116,7 +115,7 @@ def _merge(members: List[Finding], sole: bool) -> Finding:
     lead = members[0]
     named = best
     signals = [f.signal for f in members]
-    evidence: Dict[str, Any] = {}
+    evidence: Evidence = {}
     for f in reversed(members):  # the lead's own figures win
         evidence.update(f.evidence)
     evidence["signals"] = {f.signal: _rate(f) for f in members}
@@ -138,8 +137,7 @@ def _merge(members: List[Finding], sole: bool) -> Finding:
 
 def _culprit_rank(f: Finding) -> Tuple[int, int]:
     """The culprit a merged finding names: one with a holder, then the best pattern."""
-    holder = (f.culprit or {}).get("holder")
-    return (0 if holder else 1, _pattern_rank(f))
+    return (0 if f.holder else 1, _pattern_rank(f))
 
 
 def _rate(f: Finding) -> str:
@@ -186,7 +184,7 @@ def _text(
     if named is not None:
         parts.append(str(named.evidence.get("culprit_sentence") or named.explanation))
     if retained is not None:
-        parts.append(f"It holds ≈ {format_bytes(retained).lstrip('+')} now.")
+        parts.append(f"It holds ≈ {fmt_bytes(retained)} now.")
     own = lead.evidence.get("signal_sentence") if lead.culprit else lead.explanation
     if isinstance(own, str) and own:
         parts.append(own)

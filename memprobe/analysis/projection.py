@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Optional
+from typing import Optional
 
 from memprobe.analysis.verdict import SignalVerdict
-from memprobe.record import Limits
+from memprobe.record import Limits, Projection
 
 _CUDA = re.compile(r"^cuda:(\d+)/")
 
@@ -30,7 +30,7 @@ def project_oom(
     verdict: SignalVerdict,
     limits: Limits,
     ram_level: Optional[float] = None,
-) -> Optional[Dict[str, Any]]:
+) -> Optional[Projection]:
     """``{step, t_s, limit_bytes}`` at which the process reaches its limit, or None.
 
     ``t_s`` is seconds since the process started, like the series' ``t``.

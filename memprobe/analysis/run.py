@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from memprobe.analysis.findings import fragmentation_finding, leak_finding
 from memprobe.analysis.options import DEFAULT_OPTIONS, DetectOptions
@@ -133,7 +133,7 @@ def judge_process(
     return corroborate(out, carried_in_census(process.census), heavy_items)
 
 
-def items_bytes_rate(census: List[Dict[str, Any]], axis: str) -> float:
+def items_bytes_rate(census: Sequence[Mapping[str, Any]], axis: str) -> float:
     """The fastest growth, in bytes per step (per second without steps), of what a watched
     container's items hold, as the agent measured them at each census: memory evidence of
     its own when the process' memory series are too short to say."""
@@ -174,7 +174,7 @@ def _accumulates(verdicts: Dict[str, SignalVerdict]) -> bool:
     )
 
 
-def carried_in_census(census: List[Dict[str, Any]]) -> bool:
+def carried_in_census(census: Sequence[Mapping[str, Any]]) -> bool:
     """The agent saw an earlier census' graph still alive behind a named tensor."""
     for entry in census:
         graphs = entry.get("graphs") if isinstance(entry, dict) else None

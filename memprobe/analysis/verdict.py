@@ -28,7 +28,6 @@ from memprobe.analysis.trend import (
 from memprobe.analysis.warmup import detect_warmup
 from memprobe.analysis.wording import (
     fmt_rate,
-    format_bytes,
     more_needed,
     needed_text,
     standard_error,
@@ -37,7 +36,7 @@ from memprobe.analysis.wording import (
 LEAK, NO_LEAK, INCONCLUSIVE = "leak", "no_leak", "inconclusive"
 OVERWHELMING = 20.0  # growth this many times what counts halves the time axis' minimum span
 
-__all__ = ["INCONCLUSIVE", "LEAK", "NO_LEAK", "SignalVerdict", "format_bytes", "judge_series"]
+__all__ = ["INCONCLUSIVE", "LEAK", "NO_LEAK", "SignalVerdict", "judge_series"]
 
 
 @dataclass(frozen=True)

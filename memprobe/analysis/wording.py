@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Callable, Optional
 
 from memprobe.analysis.trend import Trend
 
@@ -40,17 +40,28 @@ def fmt_rate(unit: str, word: str) -> Callable[[float], str]:
 
     def fmt(v: float) -> str:
         if unit == "bytes":
-            return f"{format_bytes(v)}/{per}"
+            return f"{fmt_bytes(v, signed=True)}/{per}"
         return f"{v:+.3g}/{per}"
 
     return fmt
 
 
-def format_bytes(v: float) -> str:
-    """+1.5 MiB style, signed."""
-    sign = "-" if v < 0 else "+"
-    a = abs(v)
-    for name, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if a >= size:
-            return f"{sign}{a / size:.3g} {name}"
-    return f"{sign}{a:.3g} B"
+def _finite(x: Optional[float]) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def fmt_bytes(n: Optional[float], signed: bool = False) -> str:
+    """Bytes for a person, the one byte formatter of memprobe: '1.5 KiB', '+25.3 MiB'
+    (``signed``: '+', '-' or '±'), '–' for a missing or non-finite number."""
+    if not _finite(n):
+        return "–"
+    assert n is not None
+    sign = ("+" if n > 0 else "-" if n < 0 else "±") if signed else ("-" if n < 0 else "")
+    a = abs(float(n))
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if a < 1024 or unit == "TiB":
+            if unit == "B":
+                return f"{sign}{a:.0f} B" if a >= 10 or a == int(a) else f"{sign}{a:.2f} B"
+            return f"{sign}{a:.1f} {unit}"
+        a /= 1024
+    raise AssertionError("unreachable")

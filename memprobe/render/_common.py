@@ -109,25 +109,25 @@ def short_path(text: str, cwd: str = "") -> str:
 def finding_rows(f: Finding, cwd: str = "") -> List[Tuple[str, str]]:
     """(label, cleaned text) pairs describing one finding, in reading order."""
     rows: List[Tuple[str, str]] = []
-    c = f.culprit or {}
-    if c.get("holder") is not None:
-        rows.append(("holder", clean(c["holder"])))
-    if c.get("type") is not None:
+    c = f.culprit
+    if c is not None and c.get("holder") is not None:
+        rows.append(("holder", clean(c.get("holder"))))
+    if c is not None and c.get("type") is not None:
         graph = " (holds autograd graphs)" if c.get("holds_autograd_graph") else ""
-        rows.append(("type", clean(c["type"]) + graph))
-    if c.get("location") is not None:
-        rows.append(("line", short_path(clean(c["location"]), cwd)))
+        rows.append(("type", clean(c.get("type")) + graph))
+    if c is not None and c.get("location") is not None:
+        rows.append(("line", short_path(clean(c.get("location")), cwd)))
     alloc = f.evidence.get("allocated_at")
     if isinstance(alloc, list):
         frames = [
             short_path(clean(a, 200), cwd)
             for a in alloc
-            if clean(a, 200) != clean(c.get("location", ""))
+            if clean(a, 200) != clean(f.culprit.get("location", "") if f.culprit else "")
         ]
         more = f" (+{len(frames) - 3} more)" if len(frames) > 3 else ""
         if frames:
             rows.append(("alloc", ", ".join(frames[:3]) + more))
-    chain = f.evidence.get("chain") or c.get("chain")
+    chain = f.evidence.get("chain")
     if isinstance(chain, list) and chain:
         rows.append(("chain", " → ".join(clean(x, 120) for x in chain[:12])))
     ev = evidence_text(f)
@@ -163,7 +163,9 @@ def _g(v: Any) -> str:
 
 def evidence_text(f: Finding) -> str:
     """The evidence dict in words: known keys formatted, others as ``key=value``."""
-    ev, per = f.evidence, "step" if f.evidence.get("axis", "step") == "step" else "s"
+    # every key's value is shown by its own rule; a record from elsewhere may hold anything
+    ev: Dict[str, Any] = dict(f.evidence)
+    per = "step" if ev.get("axis", "step") == "step" else "s"
     out: List[str] = []
     for k, v in ev.items():
         if k in _EVIDENCE_SKIP or v is None or v is False:

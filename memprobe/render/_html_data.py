@@ -79,7 +79,7 @@ def chart_payload(p: Process, name: str, fit: SignalFit, record: RunRecord) -> D
 
 
 def finding_payload(f: Finding, record: RunRecord) -> Dict[str, Any]:
-    chain = f.evidence.get("chain") or (f.culprit or {}).get("chain")
+    chain = f.evidence.get("chain")
     return {
         "verdict": f.verdict,
         "kind": clean(f.kind, 40),

@@ -13,6 +13,9 @@ import math
 import re
 from typing import Optional, Sequence
 
+from memprobe.analysis.series import unit_of
+from memprobe.analysis.wording import fmt_bytes
+
 __all__ = [
     "clean",
     "md",
@@ -42,12 +45,15 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2
 MAX_TEXT = 400
 
 
-def clean(value: object, max_len: int = MAX_TEXT, *, single_line: bool = True) -> str:
+def clean(value: object, max_len: Optional[int] = MAX_TEXT, *, single_line: bool = True) -> str:
     """Plain printable text from any target-provided value.
 
     Escape sequences are removed, other control characters replaced by U+FFFD
     (so that something visibly was there), newlines and tabs become spaces when
-    ``single_line``, and the result is cut to ``max_len`` characters.
+    ``single_line`` (a newline in a name from the target must not forge a line of
+    memprobe's own, "memprobe: verdict NO LEAK"), and the result is cut to ``max_len``
+    characters (``None``: not cut). The one sanitiser for everything a target names:
+    the run summary, the CLI's error line, the live table, every report format.
     """
     s = value if isinstance(value, str) else str(value)
     s = _ESCAPE_SEQ.sub("", s)
@@ -56,7 +62,7 @@ def clean(value: object, max_len: int = MAX_TEXT, *, single_line: bool = True) -
     else:
         s = s.replace("\r\n", "\n").replace("\t", "    ")
     s = _CONTROL.sub("\ufffd", s)
-    if len(s) > max_len:
+    if max_len is not None and len(s) > max_len:
         s = s[: max_len - 1] + "…"
     return s
 
@@ -85,28 +91,8 @@ def md_code(value: object, max_len: int = MAX_TEXT) -> str:
     return f"{fence}{pad}{s}{pad}{fence}"
 
 
-def unit_of(signal: str) -> str:
-    """The unit rule of the record: a name ending in ``bytes`` is bytes, else a count."""
-    return "bytes" if signal.endswith("bytes") else "count"
-
-
 def _finite(x: Optional[float]) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
-def fmt_bytes(n: Optional[float], signed: bool = False) -> str:
-    if not _finite(n):
-        return "–"
-    assert n is not None
-    sign = ("+" if n > 0 else "-" if n < 0 else "±") if signed else ("-" if n < 0 else "")
-    a = abs(float(n))
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if a < 1024 or unit == "TiB":
-            if unit == "B":
-                return f"{sign}{a:.0f} B" if a >= 10 or a == int(a) else f"{sign}{a:.2f} B"
-            return f"{sign}{a:.1f} {unit}"
-        a /= 1024
-    raise AssertionError("unreachable")
 
 
 def fmt_count(n: Optional[float], signed: bool = False) -> str:

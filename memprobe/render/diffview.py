@@ -114,14 +114,7 @@ def render_diff(diff: RunDiff, console: Console) -> None:
         head.add_row(label, t)
     console.print(head)
     console.print()
-    table = Table(
-        title="Signals",
-        title_justify="left",
-        title_style="bold underline",
-        box=box.SIMPLE_HEAD,
-        padding=(0, 1),
-        pad_edge=False,
-    )
+    table = _titled_table("Signals")
     table.add_column("process", overflow="fold", max_width=12)
     table.add_column("signal", overflow="fold", ratio=1, min_width=10)
     table.add_column("status", no_wrap=True)
@@ -146,14 +139,7 @@ def render_diff(diff: RunDiff, console: Console) -> None:
         console.print(Padding(Text(quiet, style="dim"), (0, 0, 0, 1)))
         console.print()
     if diff.findings:
-        ft = Table(
-            title="Findings",
-            title_justify="left",
-            title_style="bold underline",
-            box=box.SIMPLE_HEAD,
-            padding=(0, 1),
-            pad_edge=False,
-        )
+        ft = _titled_table("Findings")
         ft.add_column("process", overflow="fold", max_width=12)
         ft.add_column("signal", overflow="fold")
         ft.add_column("status", no_wrap=True)
@@ -230,3 +216,14 @@ def diff_markdown(diff: RunDiff) -> str:
         out += [f"- {md(n)}" for n in diff.notes]
     out.append("")
     return "\n".join(out)
+
+
+def _titled_table(title: str) -> Table:
+    return Table(
+        title=title,
+        title_justify="left",
+        title_style="bold underline",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+        pad_edge=False,
+    )

@@ -78,8 +78,7 @@ class LiveJudge:
             first = min(leaks, key=headline_order)
             header.append(" · ")
             header.append(safe_text(labels.get(first.pid or -1, "?")))
-            holder = (first.culprit or {}).get("holder")
-            kind = (first.culprit or {}).get("type")
+            holder, kind = first.holder, first.culprit_type
             if holder:
                 header.append(" · ")
                 header.append(safe_text(str(holder), limit=60, style="bold"))

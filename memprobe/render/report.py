@@ -176,7 +176,6 @@ def _events(record: RunRecord) -> Optional[RenderableType]:
 
 def _finding_json(f: Finding, record: RunRecord) -> Dict[str, Any]:
     proc = c.process_by_pid(record).get(f.pid) if f.pid is not None else None
-    cul = f.culprit or {}
     return {
         "signal": f.signal,
         "pid": f.pid,
@@ -191,10 +190,10 @@ def _finding_json(f: Finding, record: RunRecord) -> Dict[str, Any]:
         "culprit": None
         if f.culprit is None
         else {
-            "type": cul.get("type"),
-            "holder": cul.get("holder"),
-            "location": cul.get("location"),
-            "holds_autograd_graph": cul.get("holds_autograd_graph"),
+            "type": f.culprit.get("type"),
+            "holder": f.culprit.get("holder"),
+            "location": f.culprit.get("location"),
+            "holds_autograd_graph": f.culprit.get("holds_autograd_graph"),
         },
         "explanation": f.explanation,
         "fix_hint": f.fix_hint,

@@ -8,6 +8,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import wire
 
+FileId = Tuple[int, int]  # (device, inode)
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
@@ -16,18 +17,18 @@ class RssReader:
 
     def __init__(self) -> None:
         self._fd: Optional[int] = None
-        self._id: Optional[tuple] = None
+        self._id: Optional[FileId] = None
         self._open()
 
     def _open(self) -> None:
         try:
             self._fd = os.open(f"/proc/{os.getpid()}/statm", os.O_RDONLY)
-            self._id = _file_id(self._fd)
+            self._id = file_id(self._fd)
         except OSError:
             self._fd = None
 
     def read(self) -> Optional[int]:
-        if self._fd is not None and _file_id(self._fd) != self._id:
+        if self._fd is not None and file_id(self._fd) != self._id:
             self._open()  # the target closed our descriptor (os.closerange): the number is its
         if self._fd is not None:
             raw = os.pread(self._fd, 128, 0)
@@ -42,7 +43,7 @@ class RssReader:
             return None
 
     def close(self) -> None:
-        if self._fd is not None and _file_id(self._fd) == self._id:
+        if self._fd is not None and file_id(self._fd) == self._id:
             try:
                 os.close(self._fd)
             except OSError:
@@ -77,7 +78,7 @@ def python_blocks(out: Dict[str, Any]) -> None:
     out[wire.PY_BLOCKS] = sys.getallocatedblocks()
 
 
-def _file_id(fd: int) -> Optional[tuple]:
+def file_id(fd: int) -> Optional[FileId]:
     """(device, inode) of an open descriptor: tells our file from a reused number."""
     try:
         st = os.fstat(fd)

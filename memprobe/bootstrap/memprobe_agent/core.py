@@ -12,7 +12,7 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Set
 
 from . import cheap, expensive, identity, relay, wire, workerdata
 
@@ -28,15 +28,17 @@ class Agent:
     def __init__(self, config: Dict[str, Any], forked_from: Optional[int] = None) -> None:
         self.config = config
         self.run_dir: str = config["run_dir"]
-        self.sample_interval = float(config.get("sample_interval_s", 0.1))
-        self.idle_interval = float(config.get("idle_interval_s", 0.1))
+        self.sample_interval = float(
+            config.get("sample_interval_s", wire.DEFAULT_SAMPLE_INTERVAL_S)
+        )
+        self.idle_interval = float(config.get("idle_interval_s", wire.DEFAULT_IDLE_INTERVAL_S))
         # no step for this long: the loop is not stepping (an evaluation phase, a stall),
         # and samples come from the background thread again, on time
         self.stall_s = max(1.0, self.idle_interval)
         self._fail = config.get("fail_collector")
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self.disabled: set = set()
+        self.disabled: Set[str] = set()
         self.relay = relay.from_config(config) if forked_from is None else None
         self._open(forked_from)
 
@@ -53,7 +55,7 @@ class Agent:
         self.fd: Optional[int] = None
         self.path = os.path.join(self.run_dir, wire.proc_file_name(self.pid))
         self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        self._fd_id = _file_id(self.fd)
+        self._fd_id = cheap.file_id(self.fd)
         self.rss = cheap.RssReader()
         self.live = cheap.LiveCounts()
         self.ident = identity.Identity(forked_from)
@@ -68,7 +70,7 @@ class Agent:
         parent = self.pid
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        if self.fd is not None and _file_id(self.fd) == self._fd_id:
+        if self.fd is not None and cheap.file_id(self.fd) == self._fd_id:
             try:
                 os.close(self.fd)
             except OSError:
@@ -121,10 +123,10 @@ class Agent:
         """Our file's descriptor; reopened when the target closed it (``os.closerange(3, ...)``
         in daemonising code): the number may now be one of the target's own files, and a line
         written there would corrupt them. Never closed here: it is not ours any more."""
-        if _file_id(fd) == self._fd_id:
+        if cheap.file_id(fd) == self._fd_id:
             return fd
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)  # no O_CREAT: folder gone, stop
-        self.fd, self._fd_id = fd, _file_id(fd)
+        self.fd, self._fd_id = fd, cheap.file_id(fd)
         return fd
 
     def event(self, kind: str, message: str) -> None:
@@ -236,14 +238,6 @@ class Agent:
         return True
 
 
-def _file_id(fd: int) -> Optional[tuple]:
-    try:
-        st = os.fstat(fd)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino)
-
-
 def _optimizer_hook(optimizer: Any, args: Any, kwargs: Any) -> None:
     agent = _agent
     if agent is not None:
@@ -281,8 +275,27 @@ def start() -> bool:
     config.update(json.loads(raw))
     if not config.get("run_dir"):
         return False
+    problem = wire.version_problem(config.get("wire"))
+    if problem is not None:  # another memprobe's parent: it would misread what we write
+        message = (
+            f"the agent in pid {os.getpid()} did not start: the memprobe that started "
+            f"the run has {problem} (is another memprobe's bootstrap on PYTHONPATH?)"
+        )
+        _report_failure(str(config["run_dir"]), message)
+        return False
     _agent = Agent(config)
     atexit.register(_atexit)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_after_fork_in_child)
     return True
+
+
+def _report_failure(run_dir: str, message: str) -> None:
+    """One line in ``agent-error-<pid>.txt``, as the bootstrap writes when the agent cannot
+    start; the parent turns it into an event."""
+    try:
+        path = os.path.join(run_dir, f"{wire.ERROR_FILE_PREFIX}{os.getpid()}.txt")
+        with open(path, "a") as f:
+            f.write(message.replace("\n", " ") + "\n")
+    except OSError:
+        pass

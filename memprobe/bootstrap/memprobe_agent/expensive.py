@@ -68,7 +68,7 @@ class Expensive:
                 "no census in a forked child: touching every object "
                 "would copy the pages it shares with its parent",
             )
-        self.budget = Budget(float(cfg.get("overhead_budget", 0.03)), now)
+        self.budget = Budget(float(cfg.get("overhead_budget", wire.DEFAULT_OVERHEAD_BUDGET)), now)
         self.max_objects = int(cfg.get("census_max_objects", 1_000_000))
         self.min_len = int(cfg.get("census_min_len", 2))
         self.deadline_s = float(cfg.get("census_deadline_s", 1.0))
@@ -81,7 +81,7 @@ class Expensive:
         self.force_steps = [25, 100, 400]
         self.forced_left = FORCED
         # watched containers followed by path: a few microseconds, at the cheap-sample pace
-        self.poll_s = max(0.05, float(cfg.get("sample_interval_s", 0.1)))
+        self.poll_s = max(0.05, float(cfg.get("sample_interval_s", wire.DEFAULT_SAMPLE_INTERVAL_S)))
         self.tracker = ContainerTracker()
         self.tm = TraceWindow(str(cfg.get("tracemalloc", "auto")))
         self.census_due = now + TICK_AFTER_S

@@ -112,7 +112,9 @@ def _worker_info() -> Optional[tuple[int, Optional[int]]]:
             continue
         slot = type(info).__dict__.get(field)
         values.append(
-            slot.__get__(info, type(info)) if type(slot).__name__ == "member_descriptor" else None
+            slot.__get__(info, type(info))
+            if slot is not None and type(slot).__name__ == "member_descriptor"
+            else None
         )
     worker_id, num_workers = values
     if not isinstance(worker_id, int):

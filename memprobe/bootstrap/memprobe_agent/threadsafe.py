@@ -24,7 +24,8 @@ def others_mid_iteration(skip: Iterable[Optional[int]]) -> bool:
     skipped = set(skip)
     current = sys._current_frames()
     for ident in skipped:  # never hold this thread's own frame: a reference cycle
-        current.pop(ident, None)  # (see frames.thread_stacks)
+        if ident is not None:  # (see frames.thread_stacks)
+            current.pop(ident, None)
     found = False
     frame: Any = None
     f: Any = None

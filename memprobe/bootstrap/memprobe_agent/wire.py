@@ -28,10 +28,17 @@ import json
 import os
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
+# The version of what crosses: every header carries it (``wire``), the parent passes its own
+# in the config; a process file of another version is left out of the record with an event
+# (``version_problem``), never read as if it were this one. Bump it on any change a reader
+# of the other version would misread.
 WIRE_VERSION = 1
+# The oldest Python the agent runs on (the bootstrap's sitecustomize.py keeps a copy: it must
+# decide before importing this package, which needs 3.7 to compile)
+MIN_PYTHON = (3, 7)
 
 ENV_CONFIG = "MEMPROBE_CONFIG"  # JSON config; its presence switches the agent on
-ENV_ACTIVE = "MEMPROBE_ACTIVE"  # set by the agent in its own process once started
+ERROR_FILE_PREFIX = "agent-error-"  # <run_dir>/agent-error-<pid>.txt: a bootstrap that failed
 
 FILE_PREFIX = "proc-"
 FILE_SUFFIX = ".jsonl"
@@ -53,16 +60,29 @@ ROLE_WORKER = "worker"
 ROLE_RANK = "rank"
 ROLE_CHILD = "child"
 
+DEFAULT_SAMPLE_INTERVAL_S = 0.1  # minimum spacing of cheap samples at step boundaries
+DEFAULT_IDLE_INTERVAL_S = 0.1  # background sampling when there are no steps
+DEFAULT_OVERHEAD_BUDGET = 0.03  # fraction of wall time the expensive collectors may use
+
 DEFAULT_CONFIG: Dict[str, Any] = {
     "run_dir": None,
-    "sample_interval_s": 0.1,  # minimum spacing of cheap samples at step boundaries
-    "idle_interval_s": 0.1,  # background sampling when there are no steps
-    "overhead_budget": 0.03,  # fraction of wall time the expensive collectors may use
+    "wire": None,  # the parent's WIRE_VERSION (None: a config written by hand, as tests do)
+    "sample_interval_s": DEFAULT_SAMPLE_INTERVAL_S,
+    "idle_interval_s": DEFAULT_IDLE_INTERVAL_S,
+    "overhead_budget": DEFAULT_OVERHEAD_BUDGET,
     "census": True,
     "tracemalloc": "auto",  # "auto" | "always" | "off"
-    "root_pid": None,  # pid of the process memprobe launched
     "fail_collector": None,  # test-only: name of a collector made to raise
 }
+
+
+def version_problem(version: Any) -> Optional[str]:
+    """None when a peer's wire ``version`` (a header's or a config's ``wire``) is this side's,
+    or absent (lines and configs written by hand, as tests do: every agent and parent writes
+    one); else what is wrong, in words, for the caller's message."""
+    if version is None or (version == WIRE_VERSION and not isinstance(version, bool)):
+        return None
+    return f"wire version {str(version)[:20]} where this memprobe speaks {WIRE_VERSION}"
 
 
 def proc_file_name(pid: int) -> str:
@@ -145,3 +165,24 @@ def iter_proc_files(run_dir: str) -> Iterator[Tuple[int, str]]:
         pid = pid_from_file_name(name)
         if pid is not None:
             yield pid, os.path.join(run_dir, name)
+
+
+def read_error_files(run_dir: str) -> List[Tuple[int, str]]:
+    """(pid, line) of every ``agent-error-<pid>.txt``: processes whose agent did not start
+    (an interpreter too old, another memprobe's wire version) or failed in the bootstrap."""
+    out: List[Tuple[int, str]] = []
+    try:
+        names = sorted(os.listdir(run_dir))
+    except OSError:
+        return out
+    for name in names:
+        middle = name[len(ERROR_FILE_PREFIX) : -len(".txt")]
+        if not (name.startswith(ERROR_FILE_PREFIX) and name.endswith(".txt") and middle.isdigit()):
+            continue
+        try:
+            with open(os.path.join(run_dir, name), encoding="utf-8", errors="replace") as f:
+                lines = f.read(64 * 1024).splitlines()
+        except OSError:
+            continue
+        out.extend((int(middle), line) for line in lines[:20] if line.strip())
+    return out

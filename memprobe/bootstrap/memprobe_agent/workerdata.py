@@ -57,7 +57,7 @@ def _dataset() -> Any:
     if d is not None:
         return d.get("dataset")
     slot = type(info).__dict__.get("dataset")
-    if type(slot).__name__ == "member_descriptor":
+    if slot is not None and type(slot).__name__ == "member_descriptor":
         try:
             return slot.__get__(info, type(info))
         except AttributeError:

@@ -1,0 +1,65 @@
+"""The fix hints, one table: what a person is told to do about each leak pattern.
+
+DESIGN.md's table of leaks, in words. The signal-level findings (``findings.py``) and the
+census culprits (``culprit.py``) both take their hint from here, so a pattern reads the
+same whichever of the two named it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "HINT_CARRIED",
+    "HINT_CONTAINER",
+    "HINT_DETACH",
+    "HINT_FIGURE",
+    "HINT_FRAGMENTATION",
+    "HINT_HEAP",
+    "HINT_ITEM",
+    "HINT_MODULE",
+    "HINT_NUMPY",
+    "HINT_OBJECTS",
+    "HINT_WORKER",
+]
+
+# loss tensors kept (a list of losses, ``total += loss``): each keeps its step's graph
+HINT_ITEM = (
+    "keep numbers, not tensors: `losses.append(loss.item())` / `total += loss.item()` "
+    "(or `loss.detach()`); every kept loss tensor keeps its step's autograd graph alive"
+)
+# a running tensor computed from every step's tensors
+HINT_NO_GRAD = (
+    "outputs of a forward pass are kept with their autograd graph (activations included): "
+    "run that forward under `torch.no_grad()` / `torch.inference_mode()`, or keep "
+    "`out.detach()` or the numbers you need (`.item()`, `.tolist()`)"
+)
+HINT_CARRIED = (
+    "a tensor carried across steps is computed from each step's tensors, so it keeps every "
+    "step's graph: accumulate numbers (`total += loss.item()`) or detach what goes in "
+    "(`running = 0.99 * running + 0.01 * x.detach()`)"
+)
+# recurrent state fed back without a detach
+HINT_DETACH = (
+    "state carried across steps keeps every step's graph alive: detach it at the step "
+    "boundary (`h = h.detach()`, `running = running.detach()`)"
+)
+HINT_CONTAINER = "clear it once used, or bound it: `collections.deque(maxlen=N)`"
+HINT_MODULE = (
+    "old models stay alive: drop the reference (registry, 'best so far' slot, reference "
+    "cycle); copy weights with `load_state_dict` instead of `copy.deepcopy`"
+)
+HINT_FIGURE = "figures are never closed: call `plt.close(fig)` once each one is saved"
+HINT_NUMPY = "per-step NumPy arrays are kept: preallocate and reuse a buffer, or keep summaries"
+# one type's objects grow, and the census found no container of the user's holding them
+HINT_OBJECTS = "objects of this type accumulate: find who keeps them and drop or bound it"
+# the Python heap grows with no census to say what: a signal-level finding only
+HINT_HEAP = (
+    "Python objects accumulate: look for a list or dict on a long-lived object that only "
+    "grows; clear it or use `collections.deque(maxlen=N)`"
+)
+HINT_WORKER = (
+    "DataLoader workers touch the refcounts of a Python-object dataset and copy its pages "
+    "(pytorch/pytorch#13246): store it in NumPy arrays or Arrow instead of lists of objects"
+)
+HINT_FRAGMENTATION = (
+    "not a leak but allocator fragmentation: try `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`"
+)
