@@ -16,6 +16,7 @@ __all__ = [
     "HINT_HEAP",
     "HINT_ITEM",
     "HINT_MODULE",
+    "HINT_NO_GRAD",
     "HINT_NUMPY",
     "HINT_OBJECTS",
     "HINT_WORKER",
