@@ -32,6 +32,7 @@ from typing import IO, Any, Dict, List, Optional, Type
 
 from memprobe import __version__
 from memprobe import record as rec
+from memprobe.analysis.options import DetectOptions
 from memprobe.bootstrap.memprobe_agent import wire
 from memprobe.collect import PARENT_FILE
 from memprobe.errors import MemprobeError
@@ -57,6 +58,7 @@ class TrackOptions:
     tracemalloc: str = "auto"
     keep_run_dir: bool = False  # leave the wire files behind (``Run.run_dir``)
     extra_config: Dict[str, Any] = field(default_factory=dict)  # more agent keys
+    detect: Optional[DetectOptions] = None  # the detector's thresholds (default: the CLI's)
 
 
 def track(**options: Any) -> Run:
@@ -146,7 +148,7 @@ class Run:
         run_dir = self.run_dir
         assert run_dir is not None
         try:
-            self.record = judge(run_dir)
+            self.record = judge(run_dir, self.options.detect)
         except Exception as e:  # noqa: BLE001 - never hide the block's own outcome
             self.analysis_error = f"{type(e).__name__}: {e}"
         finally:
@@ -249,12 +251,12 @@ class Run:
             journal.close()
 
 
-def judge(run_dir: str) -> rec.RunRecord:
+def judge(run_dir: str, detect: Optional[DetectOptions] = None) -> rec.RunRecord:
     """The record of a run folder, analysed: the very path of ``memprobe report RUN_DIR``."""
     from memprobe.finalize import finalize
     from memprobe.rebuild import rebuild
 
-    return finalize(rebuild(run_dir))
+    return finalize(rebuild(run_dir), detect)
 
 
 def summary_text(record: rec.RunRecord, width: int = 100) -> str:
