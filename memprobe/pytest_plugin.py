@@ -83,7 +83,7 @@ def parse_size(value: Any) -> float:
         raise ValueError(f"not a size: {value!r} (write 4096, '4 KB' or '1.5 MiB')")
     number, prefix, binary = m.groups()
     base = 1024 if binary or not prefix else 1000
-    return float(number) * base ** "_kmgtp".index(prefix.lower() or "_")
+    return float(number) * float(base ** "_kmgtp".index(prefix.lower() or "_"))
 
 
 def limits_for(item: pytest.Item, config: pytest.Config) -> Limits:
