@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from memprobe.inprocess import Run
 
-__all__ = ["__version__", "step", "track"]
+__all__ = ["__version__", "step", "track", "load_ipython_extension"]
 __version__ = "0.1.0"
 
 
@@ -30,3 +30,10 @@ def track(**options: Any) -> Run:
     from memprobe.inprocess import track as _track
 
     return _track(**options)
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext memprobe``: the ``%%memprobe`` cell magic (see memprobe.ipython)."""
+    from memprobe.ipython import load_ipython_extension as _load
+
+    _load(ipython)

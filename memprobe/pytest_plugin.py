@@ -33,7 +33,7 @@ __all__ = ["Limits", "limits_for", "parse_size"]
 
 WARMUP = 3
 REPETITIONS = 30
-MIN_REPETITIONS = 15  # the verdict needs ten points after the censuses that name what grows
+MIN_REPETITIONS = 20  # fewer: the points after the censuses that name what grows are too few
 FIXTURE_MODULE = "fixture"  # the root fixture values are reached from in holder paths
 MARKER = (
     "memprobe(repetitions=30, warmup=3, max_bytes_per_repetition=0, "
