@@ -22,6 +22,8 @@ JOIN_AT_EXIT_S = 2.0
 # of loop) still gets enough points to judge, at a cost of tens of microseconds a sample
 EARLY_S = 10.0
 _hook_registered = False
+_hook_handle: Any = None  # torch's handle of our optimizer hook: stop() removes it
+_fork_handler = False
 
 
 class Agent:
@@ -184,7 +186,10 @@ class Agent:
         while not self._stop.wait(poll):
             try:
                 if not _hook_registered:
-                    _hook_registered = self._try_register_hook()
+                    # off: the caller counts its own steps (the pytest plugin's repetitions)
+                    _hook_registered = not self.config.get("optimizer_hook", True) or (
+                        self._try_register_hook()
+                    )
                 else:
                     poll = min(self.idle_interval, 0.1)
                 self.ident.poll(self)
@@ -233,7 +238,8 @@ class Agent:
                 "call memprobe.step() each iteration for step-aligned samples",
             )
             return True
-        register(_optimizer_hook)
+        global _hook_handle
+        _hook_handle = register(_optimizer_hook)
         self.event("step_hook", "registered torch's global optimizer step post-hook")
         return True
 
@@ -299,3 +305,52 @@ def _report_failure(run_dir: str, message: str) -> None:
             f.write(message.replace("\n", " ") + "\n")
     except OSError:
         pass
+
+
+def start_in_process(config: Dict[str, Any]) -> bool:
+    """Start an agent on this process with ``config`` (``memprobe.track()``); no atexit, no
+    fork handler of its own (``stop()`` undoes everything). False if one already runs here."""
+    global _agent
+    if _agent is not None:
+        return False
+    global _fork_handler
+    full = dict(wire.DEFAULT_CONFIG)
+    full.update(config)
+    _agent = Agent(full)
+    if not _fork_handler and hasattr(os, "register_at_fork"):
+        _fork_handler = True  # once per process: a fork handler cannot be taken back
+        os.register_at_fork(after_in_child=_forget_in_child)
+    return True
+
+
+def _forget_in_child() -> None:
+    """A forked child of a process sampled in-process is not followed (its agent thread did
+    not survive the fork, and its samples would land in the parent's file)."""
+    global _agent
+    if _agent is not None and _agent.config.get("in_process"):
+        _agent = None
+
+
+def stop(reason: str = "stopped") -> None:
+    """Stop the agent started by ``start_in_process``: its thread joined, the optimizer hook
+    removed, its tracemalloc window ended, its files closed. Nothing of it stays running."""
+    global _agent, _hook_registered, _hook_handle
+    agent = _agent
+    if agent is None:
+        return
+    _agent = None  # hooks that fire from now on see no agent
+    agent.close(reason)
+    handle, _hook_handle, _hook_registered = _hook_handle, None, False
+    if handle is not None:
+        try:
+            handle.remove()
+        except Exception:  # noqa: BLE001 - torch torn down: nothing left to remove
+            pass
+    agent.expensive.tm.close()
+    agent.rss.close()
+    fd, agent.fd = agent.fd, None
+    if fd is not None and cheap.file_id(fd) == agent._fd_id:
+        try:
+            os.close(fd)
+        except OSError:
+            pass

@@ -78,10 +78,17 @@ class Expensive:
         # still sees a container grow, a slow one too (one item in forty steps); their cost
         # is a debt the budget repays
         self.force_at = int(cfg.get("census_first_step", 5))
-        self.force_steps = [25, 100, 400]
-        self.forced_left = FORCED
+        # ``census_steps``: the later fixed steps (an in-process caller such as the pytest
+        # plugin, whose few repetitions are all the run there is, asks for its own)
+        self.force_steps = [int(s) for s in cfg.get("census_steps", [25, 100, 400])]
+        self.forced_total = self.forced_left = 1 + len(self.force_steps)
         # watched containers followed by path: a few microseconds, at the cheap-sample pace
-        self.poll_s = max(0.05, float(cfg.get("sample_interval_s", wire.DEFAULT_SAMPLE_INTERVAL_S)))
+        self.poll_s = float(
+            cfg.get(
+                "container_poll_s",
+                max(0.05, float(cfg.get("sample_interval_s", wire.DEFAULT_SAMPLE_INTERVAL_S))),
+            )
+        )
         self.tracker = ContainerTracker()
         self.tm = TraceWindow(str(cfg.get("tracemalloc", "auto")))
         self.census_due = now + TICK_AFTER_S
@@ -120,7 +127,7 @@ class Expensive:
                 later = [s for s in self.force_steps if s > step]
                 self.force_at = later[0] if later else step
                 self.force_steps = later[1:]
-            if force or self.forced_left < FORCED:
+            if force or self.forced_left < self.forced_total:
                 self._due(step, now, force=force)
         finally:
             self._lock.release()

@@ -52,6 +52,12 @@ class TraceWindow:
         self.start_step, self.start_t = step, now
         return True
 
+    def close(self) -> None:
+        """Stop tracing if ours is still on (the in-process agent stops; the process lives)."""
+        if self.active and not self.foreign and tracemalloc.is_tracing():
+            tracemalloc.stop()
+        self.active = False
+
     def due(self, step: int, now: float) -> bool:
         if not self.active:
             return False
