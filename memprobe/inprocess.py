@@ -273,10 +273,14 @@ def _agent_core() -> Any:
     """The agent's core module, imported by its own top-level name as the bootstrap does (so
     it knows its own objects and files, and ``memprobe.step()`` reaches it)."""
     mod = sys.modules.get(AGENT)
-    if mod is None:
+    if mod is None or f"{AGENT}.core" not in sys.modules:
         sys.path.insert(0, BOOTSTRAP_DIR)
         try:
-            importlib.import_module(AGENT)
+            # the package loads its core lazily: import it by name
+            importlib.import_module(f"{AGENT}.core")
+            mod = sys.modules.get(AGENT)
+        except ImportError:
+            pass
         finally:
             try:
                 sys.path.remove(BOOTSTRAP_DIR)
