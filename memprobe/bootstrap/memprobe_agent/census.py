@@ -184,6 +184,13 @@ def take(
                 group = f"objects:{names[cls]}"
             if group is not None and is_heap_type(cls):
                 live.setdefault(group, []).append((weakref.ref(cls), n))
+        # torch imported, no tensor made yet (a census before the loop): count from zero,
+        # so the tensors made from now on are counted at every cheap sample
+        torch = sys.modules.get("torch")
+        tensor = vars(torch).get("Tensor") if isinstance(torch, type(sys)) else None
+        if isinstance(tensor, type) and tensor not in counts and is_heap_type(tensor):
+            live.setdefault(_LIVE_GROUP["tensor"], []).append((weakref.ref(tensor), 0))
+        tensor = None
     types: Dict[str, Dict[str, Any]] = {}
     for cls, n in counts.most_common(TOP_TYPES):
         types[names[cls]] = {"count": n * stride}

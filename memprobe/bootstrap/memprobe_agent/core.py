@@ -180,6 +180,11 @@ class Agent:
         """``interval``, halved during the first ``EARLY_S`` seconds of stepping."""
         return interval / 2 if now - self.first_step_t < EARLY_S else interval
 
+    def time_pace(self, now: float) -> float:
+        """The background sampling interval: halved in the process' first ``EARLY_S``
+        seconds (a loop without steps that runs a few seconds gets enough points)."""
+        return self.idle_interval / 2 if now - self.t0 < EARLY_S else self.idle_interval
+
     def _loop(self) -> None:
         global _hook_registered
         poll = 0.02
@@ -191,7 +196,7 @@ class Agent:
                         self._try_register_hook()
                     )
                 else:
-                    poll = min(self.idle_interval, 0.1)
+                    poll = min(self.time_pace(time.monotonic()), 0.1)
                 self.ident.poll(self)
                 if self.ident.worker_id is not None and self.dataset is None:
                     self.dataset = workerdata.DatasetWatch()
@@ -204,7 +209,7 @@ class Agent:
                 # time-based samples only while no steps come (none yet, or a long stall)
                 if (
                     now - self.last_step_t > self.stall_s
-                    and now - self.last_bg_sample >= self.idle_interval
+                    and now - self.last_bg_sample >= self.time_pace(now)
                 ):
                     self.last_bg_sample = now
                     self.sample(None, now)
