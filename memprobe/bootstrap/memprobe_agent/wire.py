@@ -16,6 +16,7 @@ flushed line by line. Every line is one JSON object with a ``k`` (kind) field:
 - ``event``: t, kind, message. Collector switched off, fork, hooks...
 - ``identity``: t, worker_id, num_workers (a DataLoader worker found its id).
 - ``exit``: t, steps, reason ("atexit").
+- ``mark``: t, step (steps done so far, or null), label (``memprobe.mark``).
 
 Signal names are free-form strings; the ones the agent records today are the
 constants below. Analysis accepts any name: a later collector adds a name,
@@ -42,6 +43,8 @@ K_CENSUS = "census"
 K_EVENT = "event"
 K_EXIT = "exit"
 K_IDENTITY = "identity"  # late facts: DataLoader worker id
+K_MARK = "mark"  # memprobe.mark(label): an event on the run's timeline
+MAX_MARK_LABEL = 200
 
 # signal names
 RSS = "rss_bytes"
@@ -62,6 +65,7 @@ DEFAULT_CONFIG: Dict[str, Any] = {
     "tracemalloc": "auto",  # "auto" | "always" | "off"
     "root_pid": None,  # pid of the process memprobe launched
     "fail_collector": None,  # test-only: name of a collector made to raise
+    "step_on": None,  # --step-on SPEC: each return of that function is a step
 }
 
 
