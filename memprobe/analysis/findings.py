@@ -41,6 +41,7 @@ _PATTERNS: List[Tuple[str, str, Optional[str]]] = [
     ("modules:", "nn.Module instances and their parameters", _MODULE_HINT),
     ("figures:", "open matplotlib figures", _FIGURE_HINT),
     ("ndarray:", "NumPy arrays", _NUMPY_HINT),
+    ("watch:", "a watched object", _CONTAINER_HINT),
     ("container:", "a container's length", _CONTAINER_HINT),
     ("objects:", "live objects of one type", _HEAP_HINT),
     ("py_alloc_blocks", "Python heap blocks", _HEAP_HINT),
@@ -55,6 +56,9 @@ def describe(signal: str) -> Tuple[str, Optional[str]]:
     """What a signal's growth means, and the usual fix, for any signal name."""
     for key, what, hint in _PATTERNS:
         if signal == key or (key.endswith(":") and signal.startswith(key)):
+            if key == "watch:":
+                name, _, what = signal[len(key) :].rpartition(":")
+                return f"watched `{name}`" + ("'s length" if what == "len" else ""), hint
             if key == "container:":
                 holder = signal[len(key) :].rsplit(":", 1)[0]
                 return f"`{holder}`'s length", hint
