@@ -94,6 +94,9 @@ def print_summary(record: rec.RunRecord, console: Console) -> None:
     elif record.exit.code:
         line.append(f" · target exited {record.exit.code}")
     console.print(line)
+    for e in record.events:
+        if e.kind in ("step_on_unmatched", "step_on_error"):
+            console.print(safe_text(f"memprobe: {e.message}", style="yellow", limit=300))
     # one entry per culprit: its first finding in full, the signals that agree in one line
     groups: Dict[str, List[rec.Finding]] = {}
     for f in record.findings:

@@ -98,7 +98,7 @@ class StepOn:
         if "monitoring" in sys.__dict__:
             self._start_monitoring()
             return
-        if self.kind == "module" and self.target in sys.modules:
+        if self.kind == "module" and self.target != "__main__" and self.target in sys.modules:
             self._patch_module(sys.modules[self.target])
             return
         if self._is_main_target():
@@ -154,6 +154,8 @@ class StepOn:
         if self.kind == "file":
             argv0 = sys.argv[0] if sys.argv else ""
             return self._file_matches(argv0)
+        if self.target == "__main__":
+            return True
         orig = list(getattr(sys, "orig_argv", []))
         return "-m" in orig[:-1] and orig[orig.index("-m") + 1] == self.target
 
