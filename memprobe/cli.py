@@ -124,7 +124,11 @@ def run(
 ) -> None:
     """Run a Python program under memprobe: live table, leak verdict, run record.
 
-    Everything after the script name goes to the script. Exit status: the target's own
+    Everything after the script name goes to the script. In the script (no-ops without
+    memprobe): memprobe.step() marks a step, memprobe.watch(name, obj) follows an object's
+    deep size and length, memprobe.mark(label) puts an event on the timeline.
+
+    Exit status: the target's own
     (128+N if it was killed by signal N); 40 with --fail-on-leak when it leaked; 2 when
     memprobe cannot start the run.
     """

@@ -1,4 +1,4 @@
-"""A toy environment whose ``step`` is the run's step (``--step-on stepon_envs.cartpole:CartPole.step``).
+"""A toy environment whose ``step`` is the run's step (``stepon_envs.cartpole:CartPole.step``).
 
 ``leak=True`` keeps every observation in ``self.trajectory`` (~8 KiB a step).
 """
