@@ -6,6 +6,7 @@ import collections
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -150,3 +151,17 @@ def test_watch_by_weakref_and_python_len_only_on_its_thread() -> None:
     t.start()
     t.join()
     assert "watch:ring:len" not in other  # its __len__ is Python: not from another thread
+
+
+def test_marks_round_trip_and_old_records_load_without_them(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from memprobe import record as rec
+
+    data = Path(__file__).parent / "data" / "run-v1-synthetic-leaky.json"
+    old = rec.load(str(data))
+    assert old.marks == []  # written before marks existed
+    marked = replace(old, marks=[rec.Mark(t=1.5, pid=None, step=3, label="epoch 1")])
+    out = tmp_path / "run.json"
+    rec.save(marked, str(out))
+    assert rec.load(str(out)).marks == marked.marks
