@@ -116,11 +116,23 @@ def run(
     keep_run_dir: bool = typer.Option(
         False, "--keep-run-dir", help="Keep the raw per-process files after writing the record."
     ),
+    step_on: Optional[str] = typer.Option(
+        None,
+        "--step-on",
+        metavar="FILE:FUNCTION|MODULE:QUALNAME",
+        help="Each return of this function is a step (train.py:evaluate, "
+        "envs.cartpole:CartPole.step), for loops without an optimizer; "
+        "optimizer steps then do not count.",
+    ),
     fail_collector: Optional[str] = typer.Option(None, "--x-fail-collector", hidden=True),
 ) -> None:
     """Run a Python program under memprobe: live table, leak verdict, run record.
 
-    Everything after the script name goes to the script. Exit status: the target's own
+    Everything after the script name goes to the script. In the script (no-ops without
+    memprobe): memprobe.step() marks a step, memprobe.watch(name, obj) follows an object's
+    deep size and length, memprobe.mark(label) puts an event on the timeline.
+
+    Exit status: the target's own
     (128+N if it was killed by signal N); 40 with --fail-on-leak when it leaked; 2 when
     memprobe cannot start the run.
     """
@@ -135,6 +147,15 @@ def run(
         stem = os.path.splitext(os.path.basename(target[0 if not passthrough else -1]))[0] or "run"
     out = output or f"memprobe-{stem}-{time.strftime('%Y%m%d-%H%M%S')}.json"
     interpreter = python or launcher.default_python()
+    extra = {}
+    if step_on is not None:
+        from memprobe.bootstrap.memprobe_agent.wire import SpecError, parse_spec
+
+        try:
+            parse_spec(step_on)
+        except SpecError as e:
+            raise _fail(str(e)) from None
+        extra["step_on"] = step_on
     try:
         if passthrough:
             command = list(target)
@@ -151,6 +172,7 @@ def run(
         overhead_budget=budget,
         tracemalloc=tracemalloc.value,
         fail_collector=fail_collector,
+        extra_config=extra,
     )
     detect = _detect_options(min_bytes_per_step)
     display = commands.make_display(live, detect)

@@ -21,6 +21,7 @@ from memprobe.record import (
     Event,
     ExitInfo,
     Limits,
+    Mark,
     Process,
     RunRecord,
     Series,
@@ -36,6 +37,7 @@ MAX_CENSUS = 128  # full census payloads held per process (~2 KB of JSON each)
 RECORD_CENSUS = 512  # ... and written per record, all processes together
 CENSUS_HEAD = 8  # the first censuses are always kept: growth is measured from them
 MAX_WINDOWS = 64  # tracemalloc windows held per process
+MAX_MARKS = 1000  # memprobe.mark() labels kept per run: the first ones and the latest
 SHORT_LIVED_S = 1.0  # children that lived less than this (or barely sampled) are left out
 GONE_AFTER_S = 1.5  # a process the outside sampler has not seen for this long has ended
 
@@ -342,6 +344,7 @@ class RunState:
     limits: Limits = field(default_factory=Limits)
     procs: Dict[int, ProcState] = field(default_factory=dict)
     events: List[Event] = field(default_factory=list)
+    marks: List[Mark] = field(default_factory=list)
     garbage_lines: int = 0
     foreign: Set[int] = field(default_factory=set)  # pids whose agent speaks another wire
     last_outside_t: float = 0.0  # latest tree sample on the run's clock
@@ -416,6 +419,10 @@ class RunState:
                     t=t, pid=pid, kind=str(msg.get("kind", "")), message=str(msg.get("message", ""))
                 )
             )
+        elif kind == wire.K_MARK:
+            if len(self.marks) >= MAX_MARKS:
+                del self.marks[MAX_MARKS // 2]  # the first half and the latest stay
+            self.marks.append(Mark(t=t, pid=pid, step=step, label=str(msg.get("label", ""))))
         elif kind == wire.K_IDENTITY:
             wid = msg.get("worker_id")
             if isinstance(wid, int) and not isinstance(wid, bool):
@@ -666,6 +673,7 @@ class RunState:
             processes=processes,
             events=sorted(events, key=lambda e: e.t),
             memprobe_version=__version__,
+            marks=sorted(self.marks, key=lambda m: m.t),
         )
 
 

@@ -103,6 +103,9 @@ def print_summary(record: rec.RunRecord, console: Console) -> None:
         console.print(safe_text(f"memprobe: warning: {e.message}", limit=400, style="yellow"))
     if len(trouble) > 3:
         console.print(Text(f"  … {len(trouble) - 3} more; see memprobe report", style="dim"))
+    for e in record.events:
+        if e.kind in ("step_on_unmatched", "step_on_error"):
+            console.print(safe_text(f"memprobe: {e.message}", style="yellow", limit=300))
     # one entry per culprit: its first finding in full, the signals that agree in one line
     groups: Dict[str, List[rec.Finding]] = {}
     for f in record.findings:

@@ -15,7 +15,16 @@ from __future__ import annotations
 import dataclasses
 from typing import List, Optional, Sequence, Set
 
-from memprobe.record import Event, ExitInfo, Limits, Process, RecordError, RunRecord, Series
+from memprobe.record import (
+    Event,
+    ExitInfo,
+    Limits,
+    Mark,
+    Process,
+    RecordError,
+    RunRecord,
+    Series,
+)
 
 # Linux pids stay below 2**22 (pid_max's ceiling): an offset of k * 2**22 can never make a
 # pid of one node look like a real pid of another.
@@ -44,6 +53,7 @@ def merge_records(records: Sequence[RunRecord]) -> RunRecord:
     taken: Set[int] = set()
     processes: List[Process] = []
     events: List[Event] = []
+    marks: List[Mark] = []
     for i, (rec, node) in enumerate(zip(records, nodes)):
         shift_t = rec.started_at - t0
         pids = {p.pid for p in rec.processes}
@@ -66,6 +76,10 @@ def merge_records(records: Sequence[RunRecord]) -> RunRecord:
         events.extend(
             dataclasses.replace(e, t=e.t + shift_t, pid=_shift_pid(e.pid, offset))
             for e in rec.events
+        )
+        marks.extend(
+            dataclasses.replace(m, t=m.t + shift_t, pid=_shift_pid(m.pid, offset))
+            for m in rec.marks
         )
         what = " ".join(rec.command)[:200]
         events.append(
@@ -91,6 +105,7 @@ def merge_records(records: Sequence[RunRecord]) -> RunRecord:
         processes=processes,
         events=sorted(events, key=lambda e: e.t),
         memprobe_version=first.memprobe_version,
+        marks=sorted(marks, key=lambda m: m.t),
     )
 
 

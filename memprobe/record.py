@@ -3,7 +3,8 @@
 Schema changelog (bump SCHEMA_VERSION and keep a golden file per version in
 tests/data/):
 
-- ``memprobe.run/1``: first version.
+- ``memprobe.run/1``: first version. Later additions, optional, read with defaults:
+  ``marks`` (``memprobe.mark`` labels on the timeline).
 
 Fields added later must be read with defaults so older files keep loading.
 Nothing in a record is ever executed or unpickled: it is plain JSON.
@@ -78,6 +79,7 @@ class Evidence(TypedDict, total=False):
     container_len: int
     container_type: str
     container_bytes: float
+    watch: str  # the name memprobe.watch() was given
     bytes_per_step: float
     graph_nodes: int
     graph_roots: float
@@ -256,6 +258,27 @@ class Event:
 
 
 @dataclass(frozen=True)
+class Mark:
+    """``memprobe.mark(label)``: an event on the run's timeline, at a step where there is one."""
+
+    t: float  # seconds since the run started
+    pid: Optional[int]
+    step: Optional[int]
+    label: str
+
+    @staticmethod
+    def from_json(d: Any) -> Optional[Mark]:
+        if not isinstance(d, dict) or not _is_num(d.get("t")):
+            return None
+        return Mark(
+            t=float(d["t"]),
+            pid=_opt_int(d.get("pid")),
+            step=_opt_int(d.get("step")),
+            label=str(d.get("label", "")),
+        )
+
+
+@dataclass(frozen=True)
 class Finding:
     signal: str
     pid: Optional[int]
@@ -327,6 +350,7 @@ class RunRecord:
     schema: str = SCHEMA
     # per-signal analysis summaries for reports and the diff
     signals: Signals = field(default_factory=dict)
+    marks: List[Mark] = field(default_factory=list)
 
     def to_json(self) -> Dict[str, Any]:
         return {
@@ -344,6 +368,7 @@ class RunRecord:
             "findings": [asdict(f) for f in self.findings],
             "verdict": self.verdict,
             "signals": self.signals,
+            "marks": [asdict(m) for m in self.marks],
         }
 
     @staticmethod
@@ -412,6 +437,7 @@ class RunRecord:
             findings=[Finding.from_json(f) for f in _list(d.get("findings"))],
             verdict=str(d.get("verdict", "inconclusive")),
             signals=_signals(d.get("signals")),
+            marks=[m for m in (Mark.from_json(x) for x in _list(d.get("marks"))) if m is not None],
         )
 
 

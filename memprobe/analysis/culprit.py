@@ -30,9 +30,9 @@ from memprobe.analysis.hints import (
 )
 from memprobe.analysis.holderline import grow_line
 from memprobe.record import Culprit as RecordCulprit
-from memprobe.record import Evidence, Finding, RunRecord
+from memprobe.record import Evidence, Finding, Process, RunRecord
 
-__all__ = ["Culprit", "attribute", "culprit_for", "live_culprit"]
+__all__ = ["Culprit", "attribute", "culprit_for", "live_culprit", "watch_name"]
 
 # graph roots a loss or a reduction of one ends in: a kept loss, not a kept model output
 _LOSS_ROOT = re.compile(r"(Loss|Entropy|Mean|Sum|Div|Add|Sub|Mul|Neg|Pow|Exp|Log)Backward", re.I)
@@ -84,15 +84,16 @@ def attribute(
         )
         lengths = series_lengths(proc.series, stepped)
         profiles[proc.pid] = build_profile(proc.census, active, lengths)
+    by_pid = {proc.pid: proc for proc in record.processes}
     out: List[Finding] = []
     sources = _user_sources(record)
     for f in findings:
         prof = profiles.get(f.pid)
-        c = (
-            culprit_for(f.signal, prof)
-            if f.verdict == "leak" and f.kind == "leak" and prof
-            else None
-        )
+        leak = f.verdict == "leak" and f.kind == "leak"
+        if leak and watch_name(f.signal) is not None:
+            c: Optional[Culprit] = _watched(f.signal, by_pid.get(f.pid) if f.pid else None)
+        else:
+            c = culprit_for(f.signal, prof) if leak and prof else None
         if c is None:
             out.append(f)
             continue
@@ -174,6 +175,35 @@ def culprit_for(signal: str, prof: Profile) -> Optional[Culprit]:
     if signal.startswith("ndarray:"):
         return _kind(prof, NDARRAY, "ndarrays", HINT_NUMPY) or _primary(prof)
     return _primary(prof)
+
+
+WATCHED = "watched object"
+
+
+def watch_name(signal: str) -> Optional[str]:
+    """The name given to ``memprobe.watch`` in a ``watch:<name>:bytes|len`` signal."""
+    if not signal.startswith("watch:"):
+        return None
+    return signal[len("watch:") :].rsplit(":", 1)[0]
+
+
+def _watched(signal: str, proc: Optional[Process]) -> Culprit:
+    """A watched object is its own culprit, named as the program named it."""
+    name = watch_name(signal) or "?"
+    series = proc.series.get(f"watch:{name}:bytes") if proc is not None else None
+    evidence: Evidence = {"pattern": WATCHED, "watch": name}
+    if series is not None and series.value:
+        evidence["container_bytes"] = series.value[-1]
+    return Culprit(
+        type=None,
+        holder=name,
+        location=None,
+        holds_autograd_graph=False,
+        pattern=WATCHED,
+        fix_hint=HINT_CONTAINER,
+        sentence=f"`{name}` is watched (memprobe.watch).",
+        evidence=evidence,
+    )
 
 
 def live_culprit(process_census: Sequence[Dict[str, Any]]) -> Optional[str]:

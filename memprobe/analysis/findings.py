@@ -29,6 +29,7 @@ _PATTERNS: List[Tuple[str, str, Optional[str]]] = [
     ("modules:", "nn.Module instances and their parameters", HINT_MODULE),
     ("figures:", "open matplotlib figures", HINT_FIGURE),
     ("ndarray:", "NumPy arrays", HINT_NUMPY),
+    ("watch:", "a watched object", HINT_CONTAINER),
     ("container:", "a container's length", HINT_CONTAINER),
     ("objects:", "live objects of one type", HINT_HEAP),
     ("py_alloc_blocks", "Python heap blocks", HINT_HEAP),
@@ -43,6 +44,9 @@ def describe(signal: str) -> Tuple[str, Optional[str]]:
     """What a signal's growth means, and the usual fix, for any signal name."""
     for key, what, hint in _PATTERNS:
         if signal == key or (key.endswith(":") and signal.startswith(key)):
+            if key == "watch:":
+                name, _, what = signal[len(key) :].rpartition(":")
+                return f"watched `{name}`" + ("'s length" if what == "len" else ""), hint
             if key == "container:":
                 holder = signal[len(key) :].rsplit(":", 1)[0]
                 return f"`{holder}`'s length", hint

@@ -55,7 +55,11 @@ def group_findings(findings: List[Finding]) -> List[Finding]:
             else:
                 typed.setdefault(key, []).append(f)
         groups: List[List[Finding]] = list(named.values())
-        if len(named) == 1:
+        # what the program watches itself (memprobe.watch) is a finding of its own, named as
+        # the program named it; the census' one holder still takes the memory signals
+        hosts = [h for h, g in named.items() if not _watched(g)] or list(named)
+        if len(hosts) == 1:
+            groups = [named[hosts[0]]] + [g for h, g in named.items() if h != hosts[0]]
             # views of the same leak without a holder (the tensors the items hold, the
             # memory they take) join the one the process names
             groups[0].extend(f for g in typed.values() for f in g)
@@ -86,6 +90,10 @@ _PATTERNS = (
     "tensors kept",
     "objects",
 )
+
+
+def _watched(group: List[Finding]) -> bool:
+    return all(f.evidence.get("pattern") == "watched object" for f in group)
 
 
 def _pattern_rank(f: Finding) -> int:
@@ -197,6 +205,9 @@ def _text(
 
 
 def _label(signal: str) -> str:
+    if signal.startswith("watch:"):
+        name, _, what = signal[len("watch:") :].rpartition(":")
+        return f"watched `{name}`" + (" length" if what == "len" else "")
     if signal.startswith("container:"):
         return f"`{signal[len('container:') :].rsplit(':', 1)[0]}` length"
     if signal.startswith("graph:held_by:"):

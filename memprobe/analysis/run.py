@@ -158,8 +158,11 @@ def items_bytes_rate(census: Sequence[Mapping[str, Any]], axis: str) -> float:
 
 
 def _counts_items(name: str) -> bool:
-    """Counts of things a program accumulates: heavy objects and watched containers."""
-    return family_of(name) == "object" or name.startswith(("container:", "graph:held_by:"))
+    """Counts of things a program accumulates: heavy objects, watched containers and the
+    objects the program watches itself (``memprobe.watch``)."""
+    return family_of(name) == "object" or name.startswith(
+        ("container:", "graph:held_by:", "watch:")
+    )
 
 
 # object counts that say something accumulates (a tensor count alone does not: a program

@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from memprobe.analysis.compare import SignalFit
 from memprobe.analysis.series import step_clock, with_steps
-from memprobe.record import Finding, Process, RunRecord, Series
+from memprobe.record import Finding, Mark, Process, RunRecord, Series
 from memprobe.render._text import clean, fmt_bytes, fmt_count, fmt_duration, fmt_pct, fmt_rate
 
 VERDICT_STYLE = {"leak": "bold red", "no_leak": "green", "inconclusive": "yellow"}
@@ -278,3 +278,28 @@ def json_safe(obj: Any, depth: int = 0) -> Any:
     if isinstance(obj, (list, tuple)):
         return [json_safe(v, depth + 1) for v in obj]
     return str(obj)
+
+
+MAX_MARKS_SHOWN = 12
+
+
+def mark_x(m: Mark, axis: str) -> float:
+    """Where a mark sits on a chart's x-axis: its step (0 before the first), or its time."""
+    if axis == "step":
+        return float(m.step) if m.step is not None else 0.0
+    return float(m.t)
+
+
+def marks_text(marks: List[Mark]) -> str:
+    """'epoch 1 (step 100) · epoch 2 (step 200) · …', the first and the latest."""
+    shown = list(marks)
+    if len(shown) > MAX_MARKS_SHOWN:
+        half = MAX_MARKS_SHOWN // 2
+        shown = shown[:half] + shown[-half:]
+    parts = [
+        f"{clean(m.label, 60)} ({f'step {m.step:,}' if m.step is not None else f'{m.t:.1f} s'})"
+        for m in shown
+    ]
+    if len(marks) > len(shown):
+        parts.insert(MAX_MARKS_SHOWN // 2, f"… {len(marks) - len(shown)} more")
+    return " · ".join(parts)

@@ -75,6 +75,11 @@ def chart_payload(p: Process, name: str, fit: SignalFit, record: RunRecord) -> D
         "warmup_text": c.warmup_text(fit),
         "reason": clean(fit.reason, 300),
         "limit": limit,
+        "marks": [
+            {"x": c.mark_x(m, axis), "label": clean(m.label, 60)}
+            for m in record.marks[: c.MAX_MARKS_SHOWN * 4]
+            if m.pid in (p.pid, None)
+        ],
     }
 
 
@@ -122,6 +127,7 @@ def report_payload(record: RunRecord) -> Dict[str, Any]:
                 f"{c.exit_text(record)}",
             ],
             ["limits", c.limits_text(record)],
+            *([["marks", c.marks_text(record.marks)]] if record.marks else []),
             ["schema", clean(record.schema, 60)],
         ],
         "findings": [finding_payload(f, record) for f in record.findings],

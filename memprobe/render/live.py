@@ -72,6 +72,12 @@ def build_table(
     table = process_table(process_rows(state, verdicts, MAX_ROWS))
     title = Text(f"memprobe · {elapsed:,.0f} s · ", style="bold")
     title.append(safe_text(" ".join(state.command), limit=60))
+    if state.marks:
+        last = state.marks[-1]
+        at = f" @ step {last.step:,}" if last.step is not None else f" @ {last.t:,.0f} s"
+        title.append(" · mark ", style="dim")
+        title.append(safe_text(last.label, limit=40))
+        title.append(at, style="dim")
     parts: List[RenderableType] = [title]
     if header is not None:
         parts.append(header)

@@ -79,6 +79,8 @@ def _header(record: RunRecord, fits: Dict[int, Dict[str, SignalFit]]) -> Rendera
     run = f"{fmt_duration(record.duration_s)}, {steps:,} steps, {c.exit_text(record)}"
     grid.add_row("Run", Text(run))
     grid.add_row("Limits", Text(c.limits_text(record)))
+    if record.marks:
+        grid.add_row("Marks", Text(c.marks_text(record.marks)))
     return Group(Text("memprobe report", style="bold"), grid)
 
 

@@ -1,11 +1,12 @@
 """The in-target agent: standard library only, never imports torch.
 
 Imported by memprobe's ``sitecustomize`` bootstrap when ``MEMPROBE_CONFIG`` is
-set. ``start()`` is idempotent; ``step()`` marks a training step.
+set. ``start()`` is idempotent; ``step()`` marks a training step, ``watch(name, obj)``
+follows an object's size, ``mark(label)`` puts an event on the run's timeline.
 
-Importing the package runs nothing: ``start`` and ``step`` load the agent's core
-on first use (PEP 562), so the parent can import ``memprobe_agent.wire`` (the
-one module both sides share) without loading the collectors.
+Importing the package runs nothing: these load the agent's core on first use
+(PEP 562), so the parent can import ``memprobe_agent.wire`` (the one module both
+sides share) without loading the collectors.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .core import start, step
+    from .core import mark, start, step, watch
 
-__all__ = ["start", "step"]
+__all__ = ["mark", "start", "step", "watch"]
 
 
 def __getattr__(name: str) -> Any:

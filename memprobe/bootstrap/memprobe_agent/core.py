@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, Optional, Set
 
-from . import cheap, expensive, identity, relay, wire, workerdata
+from . import cheap, expensive, identity, relay, stepon, watching, wire, workerdata
 
 _agent: Optional[Agent] = None
 JOIN_AT_EXIT_S = 2.0
@@ -42,6 +42,7 @@ class Agent:
         self._stop = threading.Event()
         self.disabled: Set[str] = set()
         self.relay = relay.from_config(config) if forked_from is None else None
+        self.step_on: Optional[stepon.StepOn] = None
         self._open(forked_from)
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -62,6 +63,11 @@ class Agent:
         self.live = cheap.LiveCounts()
         self.ident = identity.Identity(forked_from)
         self.dataset: Optional[workerdata.DatasetWatch] = None
+        # a forked child starts with no watches: measuring the parent's objects there would
+        # copy the pages it shares with its parent (see expensive.py)
+        self.watches = watching.Watches(
+            float(self.config.get("overhead_budget", 0.03)), self.sample_interval, self.event
+        )
         self.emit(self.ident.header(self.t0, forked_from))
         self.expensive = expensive.Expensive(self)
         self._thread = threading.Thread(target=self._loop, name="memprobe-agent", daemon=True)
@@ -99,6 +105,11 @@ class Agent:
         # returned, its locals are gone), and a point taken now would say its memory fell.
         # Only an open tracemalloc window is closed, for where the leak was allocated.
         self.collect("expensive", self.expensive.on_exit, self.steps, time.monotonic())
+        if self.step_on is not None:
+            unmatched = self.step_on.unmatched()
+            if unmatched is not None:
+                self.event("step_on_unmatched", unmatched)
+            self.step_on.close()
         self.emit({"k": wire.K_EXIT, "t": self.now(), "steps": self.steps, "reason": reason})
 
     # -- writing ---------------------------------------------------------------------------
@@ -161,6 +172,7 @@ class Agent:
         self.collect("py_blocks", cheap.python_blocks, values)
         self.collect("live_counts", self.live.read, values)
         self.collect("cuda", cheap.cuda_signals, values)
+        self.collect("watch", self.watches.sample, values, now)
         self.emit({"k": wire.K_SAMPLE, "t": now - self.t0, "step": step, "v": values})
 
     def on_step(self) -> None:
@@ -185,6 +197,30 @@ class Agent:
         seconds (a loop without steps that runs a few seconds gets enough points)."""
         return self.idle_interval / 2 if now - self.t0 < EARLY_S else self.idle_interval
 
+    def watch(self, name: Any, obj: Any) -> None:
+        self.collect("watch", self.watches.add, name, obj)
+
+    def mark(self, label: Any) -> None:
+        text = label if isinstance(label, str) else repr(label)
+        self.emit(
+            {
+                "k": wire.K_MARK,
+                "t": self.now(),
+                "step": self.steps or None,
+                "label": text[: wire.MAX_MARK_LABEL],
+            }
+        )
+
+    def start_step_on(self) -> None:
+        spec = self.config.get("step_on")
+        if not spec:
+            return
+        try:
+            self.step_on = stepon.StepOn(str(spec), self.on_step, self.event)
+            self.step_on.start()
+        except Exception as e:  # noqa: BLE001 - the target runs whatever the spec
+            self.event("step_on_error", f"--step-on {spec}: {type(e).__name__}: {e}")
+
     def _loop(self) -> None:
         global _hook_registered
         poll = 0.02
@@ -198,6 +234,8 @@ class Agent:
                 else:
                     poll = min(self.time_pace(time.monotonic()), 0.1)
                 self.ident.poll(self)
+                if self.step_on is not None:
+                    self.collect("step_on", self.step_on.poll)
                 if self.ident.worker_id is not None and self.dataset is None:
                     self.dataset = workerdata.DatasetWatch()
                 if self.relay is not None and self.relay.poll():
@@ -229,6 +267,9 @@ class Agent:
 
     def _try_register_hook(self) -> bool:
         """Register torch's global optimizer step post-hook once the target imported torch."""
+        if self.config.get("step_on"):
+            self.event("step_hook", "optimizer steps are not counted: --step-on names the step")
+            return True
         mod = sys.modules.get("torch.optim.optimizer")
         if mod is None:
             return False
@@ -260,6 +301,20 @@ def step() -> None:
     agent = _agent
     if agent is not None:
         agent.on_step()
+
+
+def watch(name: Any, obj: Any) -> None:
+    """Follow ``obj``'s deep size and length as ``watch:<name>:*`` (``memprobe.watch``)."""
+    agent = _agent
+    if agent is not None:
+        agent.watch(name, obj)
+
+
+def mark(label: Any) -> None:
+    """An event on the run's timeline at the current step (``memprobe.mark``)."""
+    agent = _agent
+    if agent is not None:
+        agent.mark(label)
 
 
 def _after_fork_in_child() -> None:
@@ -295,6 +350,7 @@ def start() -> bool:
         _report_failure(str(config["run_dir"]), message)
         return False
     _agent = Agent(config)
+    _agent.start_step_on()
     atexit.register(_atexit)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -16,6 +16,7 @@ flushed line by line. Every line is one JSON object with a ``k`` (kind) field:
 - ``event``: t, kind, message. Collector switched off, fork, hooks...
 - ``identity``: t, worker_id, num_workers (a DataLoader worker found its id).
 - ``exit``: t, steps, reason ("atexit").
+- ``mark``: t, step (steps done so far, or null), label (``memprobe.mark``).
 
 Signal names are free-form strings; the ones the agent records today are the
 constants below. Analysis accepts any name: a later collector adds a name,
@@ -49,6 +50,8 @@ K_CENSUS = "census"
 K_EVENT = "event"
 K_EXIT = "exit"
 K_IDENTITY = "identity"  # late facts: DataLoader worker id
+K_MARK = "mark"  # memprobe.mark(label): an event on the run's timeline
+MAX_MARK_LABEL = 200
 
 # signal names
 RSS = "rss_bytes"
@@ -73,6 +76,7 @@ DEFAULT_CONFIG: Dict[str, Any] = {
     "census": True,
     "tracemalloc": "auto",  # "auto" | "always" | "off"
     "fail_collector": None,  # test-only: name of a collector made to raise
+    "step_on": None,  # --step-on SPEC: each return of that function is a step
 }
 
 
@@ -186,3 +190,28 @@ def read_error_files(run_dir: str) -> List[Tuple[int, str]]:
             continue
         out.extend((int(middle), line) for line in lines[:20] if line.strip())
     return out
+
+
+# --step-on SPEC: checked by the parent's command line before the run, resolved by the agent
+class SpecError(ValueError):
+    """A --step-on SPEC that cannot name a function; the message says what to give."""
+
+
+def parse_spec(spec: str) -> Tuple[str, str, str]:
+    """(kind "file" | "module", file or module, qualname) of a SPEC, or SpecError."""
+    target, sep, qualname = spec.strip().rpartition(":")
+    usage = "give FILE:FUNCTION (train.py:evaluate) or MODULE:QUALNAME (envs.cartpole:Env.step)"
+    if not sep or not target or not qualname:
+        raise SpecError(f"--step-on {spec!r}: no ':'; {usage}")
+    if "<locals>" in qualname:
+        raise SpecError(
+            f"--step-on {spec!r}: a function nested in another is made anew on each call; "
+            "give a module-level function or a method"
+        )
+    if not all(part.isidentifier() for part in qualname.split(".")):
+        raise SpecError(f"--step-on {spec!r}: {qualname!r} is not a dotted name; {usage}")
+    if target.endswith(".py") or "/" in target or os.sep in target:
+        return "file", target, qualname
+    if not all(part.isidentifier() for part in target.split(".")):
+        raise SpecError(f"--step-on {spec!r}: {target!r} is neither a .py file nor a module")
+    return "module", target, qualname

@@ -121,6 +121,30 @@
     };
   }
 
+  /* uPlot plugin: memprobe.mark() labels as vertical dashed lines. */
+  function marksPlugin(marks) {
+    return {
+      hooks: {
+        draw: function (u) {
+          if (!marks || !marks.length) { return; }
+          var ctx = u.ctx, dpr = devicePixelRatio, left = u.bbox.left, right = left + u.bbox.width;
+          ctx.save();
+          ctx.strokeStyle = "rgba(230, 120, 0, 0.8)";
+          ctx.fillStyle = "rgba(160, 80, 0, 0.95)";
+          ctx.setLineDash([4 * dpr, 3 * dpr]);
+          ctx.font = Math.round(10 * dpr) + "px sans-serif";
+          marks.forEach(function (m, i) {
+            var x = u.valToPos(m.x, "x", true);
+            if (!(x >= left && x <= right)) { return; }
+            ctx.beginPath(); ctx.moveTo(x, u.bbox.top); ctx.lineTo(x, u.bbox.top + u.bbox.height); ctx.stroke();
+            ctx.fillText(m.label, x + 3 * dpr, u.bbox.top + (24 + 11 * (i % 3)) * dpr);
+          });
+          ctx.restore();
+        }
+      }
+    };
+  }
+
   function chartWidth(box) { return Math.max(280, Math.min(box.clientWidth || 600, 900) - 16); }
 
   function reportChart(card, ch) {
@@ -148,7 +172,7 @@
       scales: { x: { time: false } },
       axes: [{ values: function (u, vals) { return vals.map(fmtX(ch.axis)); } },
              { size: 80, values: ticks(fmtY) }],
-      plugins: [warmupPlugin(ch.warmup_end_x)],
+      plugins: [warmupPlugin(ch.warmup_end_x), marksPlugin(ch.marks)],
       hooks: { ready: [function (u) { if (hasProj) { u.setScale("x", { min: xs[0], max: xMax }); } }] }
     };
     var holder = add(card, el("div", "chart"));
