@@ -206,17 +206,20 @@ def _watched(signal: str, proc: Optional[Process]) -> Culprit:
     )
 
 
+_INTERPRETER_HOLDERS = ("sys.path_importer_cache", "sys.modules", "sys.path_hooks")
+
+
 def live_culprit(process_census: Sequence[Dict[str, Any]]) -> Optional[str]:
     """One short line for the live table: the top growing thing and its holder, or None."""
     prof = build_profile(process_census)
     c = _primary(prof) if prof.n >= 2 else None
-    if c is None:
-        return None
+    if c is None or (c.holder or "").startswith(_INTERPRETER_HOLDERS):
+        return None  # the import system's caches fill while a program imports
     graph = ", holds autograd graphs" if c.holds_autograd_graph else ""
     rate = c.evidence.get("per_step")
     what = f"{c.type}" if c.type else "objects"
     grows = isinstance(rate, (int, float)) and rate > 0
-    grow = f" +{rate:.3g} {what}/step" if grows else f" {what}"
+    grow = f" +{rate:.3g} {what}/{prof.per}" if grows else f" {what}"
     return f"{c.holder or '?'}{grow}{graph}"
 
 

@@ -56,7 +56,9 @@ class LiveJudge:
         labels = {p.pid: p.label for p in record.processes}
         for (pid, signal), v in result.verdicts.items():
             shown = self._stable.observe(pid, signal, v).verdict
-            rate = rate_text(v) if v.n >= 3 else ""
+            # a rate once a fit has one (an inconclusive "too short" has none: not "+0 B/s")
+            fitted = v.slope_per_step is not None or v.slope_per_s is not None
+            rate = rate_text(v) if v.n >= 3 and fitted else ""
             verdicts[(pid, signal)] = (shown, rate)
             # rows worth a glance: leaks, and signals still being judged that have a value
             if v.last_value is None or signal == "rss_bytes":
