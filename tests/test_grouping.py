@@ -216,3 +216,27 @@ def test_a_container_that_stopped_growing_is_not_blamed() -> None:
     out = attribute(record, [finding("rss_bytes")], verdicts)
     # THEN the user's list is named, not the faster-grown registry
     assert (out[0].culprit or {}).get("holder") == "__main__.results"
+
+
+def test_a_watched_object_the_census_names_is_one_finding_named_both_ways() -> None:
+    # GIVEN memprobe.watch("env.history", env.history) and the census' own holder of it,
+    # plus a second watched object the census does not name
+    found = [
+        finding("rss_bytes", "train.py:main:env.history", "list", "unbounded container"),
+        finding("container:train.py:main:env.history:len", "train.py:main:env.history", "list"),
+        finding(
+            "watch:env.history:len", "env.history", None, "watched object", watch="env.history"
+        ),
+        finding("watch:best:len", "best", None, "watched object", watch="best"),
+    ]
+    # WHEN grouped
+    out = group_findings(found)
+    # THEN the watch joins the census' finding, which says the name the program gave it
+    assert len(out) == 2
+    main = next(f for f in out if f.signal == "rss_bytes")
+    assert "watch:env.history:len" in main.signals
+    assert main.holder == "train.py:main:env.history"
+    assert "Watched as `env.history`." in main.explanation
+    # AND the other watched object keeps a finding of its own under its given name
+    other = next(f for f in out if f is not main)
+    assert other.holder == "best" and other.signals == ["watch:best:len"]

@@ -54,6 +54,7 @@ def group_findings(findings: List[Finding]) -> List[Finding]:
                 named.setdefault(key[1], []).append(f)
             else:
                 typed.setdefault(key, []).append(f)
+        _join_watches(named)
         groups: List[List[Finding]] = list(named.values())
         # what the program watches itself (memprobe.watch) is a finding of its own, named as
         # the program named it; the census' one holder still takes the memory signals
@@ -90,6 +91,16 @@ _PATTERNS = (
     "tensors kept",
     "objects",
 )
+
+
+def _join_watches(named: Dict[str, List[Finding]]) -> None:
+    """A watched object the census also names (``memprobe.watch("history", env.history)``
+    and ``train.py:main:env.history``) is one leak: its watch findings join that holder."""
+    census = [h for h, g in named.items() if not _watched(g)]
+    for name in [h for h, g in named.items() if _watched(g)]:
+        same = [h for h in census if h == name or h.endswith((":" + name, "." + name))]
+        if len(same) == 1:
+            named[same[0]].extend(named.pop(name))
 
 
 def _watched(group: List[Finding]) -> bool:
@@ -191,6 +202,9 @@ def _text(
     parts: List[str] = []
     if named is not None:
         parts.append(str(named.evidence.get("culprit_sentence") or named.explanation))
+        watches = sorted({str(f.evidence.get("watch")) for f in members if f.evidence.get("watch")})
+        if watches and not _watched([named]):
+            parts.append("Watched as " + ", ".join(f"`{w}`" for w in watches) + ".")
     if retained is not None:
         parts.append(f"It holds ≈ {fmt_bytes(retained)} now.")
     own = lead.evidence.get("signal_sentence") if lead.culprit else lead.explanation
