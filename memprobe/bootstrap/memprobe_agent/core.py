@@ -22,6 +22,7 @@ JOIN_AT_EXIT_S = 2.0
 # of loop) still gets enough points to judge, at a cost of tens of microseconds a sample
 EARLY_S = 10.0
 _hook_registered = False
+_HOOK_LOCK = threading.Lock()
 _hook_handle: Any = None  # torch's handle of our optimizer hook: stop() removes it
 _fork_handler = False
 
@@ -221,16 +222,23 @@ class Agent:
         except Exception as e:  # noqa: BLE001 - the target runs whatever the spec
             self.event("step_on_error", f"--step-on {spec}: {type(e).__name__}: {e}")
 
-    def _loop(self) -> None:
+    def ensure_hook(self) -> None:
+        """Register the optimizer hook once torch is there (from the agent's thread, or at
+        once from ``start_in_process`` when the program imported torch already)."""
         global _hook_registered
+        with _HOOK_LOCK:
+            if not _hook_registered:
+                # off: the caller counts its own steps (the pytest plugin's repetitions)
+                _hook_registered = not self.config.get("optimizer_hook", True) or (
+                    self._try_register_hook()
+                )
+
+    def _loop(self) -> None:
         poll = 0.02
         while not self._stop.wait(poll):
             try:
                 if not _hook_registered:
-                    # off: the caller counts its own steps (the pytest plugin's repetitions)
-                    _hook_registered = not self.config.get("optimizer_hook", True) or (
-                        self._try_register_hook()
-                    )
+                    self.ensure_hook()
                 else:
                     poll = min(self.time_pace(time.monotonic()), 0.1)
                 self.ident.poll(self)
@@ -378,6 +386,8 @@ def start_in_process(config: Dict[str, Any]) -> bool:
     full = dict(wire.DEFAULT_CONFIG)
     full.update(config)
     _agent = Agent(full)
+    if "torch" in sys.modules:
+        _agent.ensure_hook()  # the steps from the first one on, not from the thread's first look
     if not _fork_handler and hasattr(os, "register_at_fork"):
         _fork_handler = True  # once per process: a fork handler cannot be taken back
         os.register_at_fork(after_in_child=_forget_in_child)
