@@ -109,7 +109,10 @@ def limits_for(item: pytest.Item, config: pytest.Config) -> Limits:
         reps = int(kw.get("repetitions", config.getoption("memprobe_repetitions")))
         warmup = int(kw.get("warmup", config.getoption("memprobe_warmup")))
         max_bytes = parse_size(kw.get("max_bytes_per_repetition", 0))
-        max_objects = float(kw.get("max_objects_per_repetition", 0))
+        # a byte allowance alone (pytest-memray's limit_leaks) allows the objects that make
+        # up those bytes: counts are then judged by the bytes their holder keeps
+        default_objects = float("inf") if "max_bytes_per_repetition" in kw else 0.0
+        max_objects = float(kw.get("max_objects_per_repetition", default_objects))
     except ValueError as e:
         raise pytest.UsageError(f"{item.nodeid}: memprobe marker: {e}") from None
     if reps < MIN_REPETITIONS or warmup < 0 or max_objects < 0:
@@ -261,7 +264,7 @@ def failure_message(findings: Sequence[Finding], limits: Limits) -> Optional[str
         lines.append(f"  ... and {len(over) - 3} more growing signal(s)")
     lines.append(
         f"  limits: {_fmt(limits.max_bytes_per_repetition)} B and "
-        f"{_fmt(limits.max_objects_per_repetition)} objects per repetition "
+        f"{_limit(limits.max_objects_per_repetition)} objects per repetition "
         "(@pytest.mark.memprobe(max_bytes_per_repetition=..., max_objects_per_repetition=...))"
     )
     return "\n".join(lines)
@@ -271,12 +274,24 @@ def _over(f: Finding, limits: Limits) -> bool:
     slope = f.slope_per_step
     if slope is None:
         return True  # a leak without a per-step slope (a time axis): nothing to compare
-    limit = (
-        limits.max_bytes_per_repetition
-        if f.unit in _BYTE_UNITS
-        else limits.max_objects_per_repetition
-    )
-    return slope > limit
+    if f.unit in _BYTE_UNITS:
+        return slope > limits.max_bytes_per_repetition
+    if slope > limits.max_objects_per_repetition:
+        return True
+    # a count within its allowance: the bytes its holder keeps per repetition still count
+    per_rep = _bytes_per_repetition(f)
+    return per_rep is not None and per_rep > limits.max_bytes_per_repetition
+
+
+def _bytes_per_repetition(f: Finding) -> Optional[float]:
+    """What a growing container keeps per repetition: its items' bytes over its length,
+    times the items it gains per repetition (None when the census did not size it)."""
+    held = f.evidence.get("container_bytes")
+    length = f.evidence.get("container_len")
+    per = f.evidence.get("per_step", f.slope_per_step)
+    if not all(isinstance(v, (int, float)) for v in (held, length, per)) or not length:
+        return None
+    return float(held) / float(length) * float(per)  # type: ignore[arg-type]
 
 
 def _rate(f: Finding) -> str:
@@ -284,6 +299,10 @@ def _rate(f: Finding) -> str:
         return "grows"
     unit = " B" if f.unit in _BYTE_UNITS else ""
     return f"+{_fmt(f.slope_per_step)}{unit}/repetition"
+
+
+def _limit(x: float) -> str:
+    return "any number of" if x == float("inf") else _fmt(x)
 
 
 def _fmt(x: float) -> str:

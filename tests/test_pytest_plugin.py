@@ -141,6 +141,36 @@ def test_unmarked_leak_is_not_repeated():
     assert "held by test_marked.B" in out
 
 
+def test_a_byte_allowance_alone_judges_counts_by_their_bytes(pytester: pytest.Pytester) -> None:
+    # GIVEN two tests with only a byte allowance (as pytest-memray's limit_leaks): one keeps
+    # a small row per call (well under it), one keeps 64 KiB per call (over it)
+    pytester.makepyfile(
+        test_bytes="""
+import pytest
+
+SMALL, BIG = [], []
+
+
+@pytest.mark.memprobe(max_bytes_per_repetition="64 KiB")
+def test_small_rows_within_the_allowance():
+    SMALL.append([1, 2, 3])
+
+
+@pytest.mark.memprobe(max_bytes_per_repetition="1 KiB")
+def test_big_buffers_over_the_allowance():
+    BIG.append(bytearray(64 * 1024))
+"""
+    )
+    result = _run(pytester, "--memprobe")
+    # THEN the first passes (its one list per call is within its bytes) and the second fails
+    # naming what keeps the buffers
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    assert "test_big_buffers_over_the_allowance FAILED" in out
+    assert "held by test_bytes.BIG" in out
+    assert "any number of objects per repetition" in out
+
+
 def test_bad_marker_is_a_usage_error(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         test_bad="""
