@@ -275,12 +275,12 @@ class Agent:
 
     def _try_register_hook(self) -> bool:
         """Register torch's global optimizer step post-hook once the target imported torch."""
-        if self.config.get("step_on"):
-            self.event("step_hook", "optimizer steps are not counted: --step-on names the step")
-            return True
         mod = sys.modules.get("torch.optim.optimizer")
         if mod is None:
             return False
+        if self.config.get("step_on"):
+            self.event("step_hook", "optimizer steps are not counted: --step-on names the step")
+            return True
         register = getattr(mod, "register_optimizer_step_post_hook", None)
         if register is None:
             spec = getattr(mod, "__spec__", None)
