@@ -34,6 +34,9 @@ TM_MIN_GAP_S = 30.0
 # a container grow), then on the budget.
 TICK_AFTER_S = 1.0
 TICK_SECOND_S = 0.5
+# no module imported for this long: the program's own work has begun (torch's import pauses
+# for shared libraries; a census in such a pause counts the import, not the program)
+IMPORT_QUIET_S = 0.5
 TICK_FORCED = 3  # the first censuses of a program without steps, TICK_SECOND_S apart
 BELOW_DEPTH = 4  # levels looked down from a carried root for another carried root
 BELOW_NODES = 64
@@ -137,7 +140,7 @@ class Expensive:
         if self.agent.steps or not self.enabled:
             return
         # from this thread the main one runs alongside: not while it is still importing
-        if now - self.agent.t0 < TICK_AFTER_S or not self.imports.settled():
+        if now - self.agent.t0 < TICK_AFTER_S or not self.imports.settled(IMPORT_QUIET_S):
             return
         if not self._lock.acquire(blocking=False):
             return

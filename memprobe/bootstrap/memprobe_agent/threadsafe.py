@@ -13,6 +13,7 @@ is still importing (imports build many tuples this way).
 from __future__ import annotations
 
 import sys
+import time
 from typing import Any, Iterable, Optional
 
 _ITERATING = 0x20 | 0x80 | 0x200  # CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR
@@ -45,13 +46,22 @@ def others_mid_iteration(skip: Iterable[Optional[int]]) -> bool:
 
 
 class ImportWatch:
-    """Knows whether the program is still importing: sys.modules grew since last asked."""
+    """Knows whether the program is still importing: sys.modules changed lately.
+
+    ``settled(quiet_s)``: no module came or went for ``quiet_s`` seconds (and none since
+    the last call). A big import pauses between modules (a shared library loading) and a
+    look in such a pause must not pass for the program's own work having started.
+    """
 
     def __init__(self) -> None:
         self._count = len(sys.modules)
+        self._changed_at = time.monotonic()
 
-    def settled(self) -> bool:
+    def settled(self, quiet_s: float = 0.0) -> bool:
         count = len(sys.modules)
-        settled = count == self._count
-        self._count = count
-        return settled
+        now = time.monotonic()
+        if count != self._count:
+            self._count = count
+            self._changed_at = now
+            return False
+        return now - self._changed_at >= quiet_s
