@@ -269,10 +269,11 @@ def run_verdict(verdicts: List[SignalVerdict], min_points: int = 10) -> str:
         return INCONCLUSIVE  # memory grows by what counts: never "no leak" yet
     if any(v.verdict == NO_LEAK and v.family == "memory" for v in counted):
         return NO_LEAK
-    # no memory signal judged yet: "no leak" only when most signals that have any points
-    # are judged (one settled count beside a dozen short series says nothing yet)
+    # no memory signal judged yet: "no leak" only when most signals with half the points a
+    # verdict needs are judged (one settled count beside dense short series says nothing;
+    # a census-only series with its 4 points does not hold the verdict back)
     judged = [v for v in counted if v.verdict != INCONCLUSIVE]
-    seen = [v for v in verdicts if v.family in COUNTED and v.n > 0]
+    seen = [v for v in verdicts if v.family in COUNTED and 2 * v.n >= min_points]
     if judged and 2 * len(judged) >= len(seen):
         return NO_LEAK
     return INCONCLUSIVE
