@@ -34,7 +34,7 @@ from memprobe.analysis.wording import (
 )
 
 LEAK, NO_LEAK, INCONCLUSIVE = "leak", "no_leak", "inconclusive"
-OVERWHELMING = 20.0  # growth this many times what counts needs only the backed time span
+OVERWHELMING = 20.0  # growth this many times what counts halves the time axis' minimum span
 
 __all__ = ["INCONCLUSIVE", "LEAK", "NO_LEAK", "SignalVerdict", "judge_series"]
 
@@ -192,9 +192,7 @@ def judge_series(
         # graphs eating hundreds of MB a second may run for only a second or two
         rise = float(np.median(yw[-3:]) - np.median(yw[:3]))
         if rise >= OVERWHELMING * options.growth_threshold(unit, float(np.median(yw)), fam):
-            # as if backed: growth this size is its own evidence (a slow machine stretches
-            # the start-up, and the warm-up cut leaves a few seconds of the loop)
-            min_span = min(min_span / 2, options.min_span_seconds_backed)
+            min_span = min_span / 2
     if len(xw) < options.min_points or span < min_span:
         more_pts = max(0, options.min_points - len(xw))
         return _too_short(base, len(xw), warm, more_pts, max(0.0, min_span - span), word)
