@@ -92,10 +92,12 @@ class LiveJudge:
             header.append(projection_text(first.projected_oom))
         elif run == "inconclusive":
             header.append(" · gathering steps", style="dim")
+        # what grows most, while the run is not settled as no leak (a bounded cache that
+        # fills, an import cache: the census sees them grow, the verdict says they stop)
         growing = [
             (labels.get(p.pid, str(p.pid)), live_culprit(p.census.entries()))
             for p in state.procs.values()
-            if p.census
+            if p.census and run != "no_leak"
         ]
         growing = [(label, text) for label, text in growing if text]
         if growing:

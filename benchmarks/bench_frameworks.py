@@ -1,0 +1,185 @@
+"""Unmodified Hugging Face Trainer, Lightning and accelerate scripts, repeated, with and without
+memprobe: the framework's own step count against memprobe's, the verdict of the leaky script
+and of its fixed twin in every round, the holder named, and the wall-time ratio.
+
+    OMP_NUM_THREADS=1 /path/to/venv-with-frameworks/bin/python benchmarks/bench_frameworks.py \\
+        --rounds 3 --markdown
+
+The frameworks are not memprobe's dependencies: run it with an interpreter that has them
+(``pip install -e '.[frameworks]'``); a framework that is missing is reported and skipped.
+Scripts: ``sample_scripts/frameworks/*.py`` (each takes ``--steps`` and ``--fixed`` and
+prints ``global steps: N``, the framework's own count of optimizer steps).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+ROOT = Path(__file__).resolve().parents[1]
+FRAMEWORKS = ROOT / "sample_scripts" / "frameworks"
+# script, the module it needs, steps per run
+CASES: List[Tuple[str, str, int]] = [
+    ("hf_trainer_callback.py", "transformers", 400),
+    ("lightning_losses.py", "lightning", 3000),
+    ("accelerate_running_loss.py", "accelerate", 4000),
+]
+
+
+@dataclass
+class Outcome:
+    verdict: str = "-"
+    steps: Optional[int] = None  # memprobe's count for the main process
+    counted: Optional[int] = None  # the framework's own
+    holder: str = ""
+    line: str = ""
+    wall_s: float = 0.0
+
+
+@dataclass
+class Row:
+    script: str
+    plain_s: List[float] = field(default_factory=list)
+    leak: List[Outcome] = field(default_factory=list)
+    fixed: List[Outcome] = field(default_factory=list)
+    fixed_plain_s: List[float] = field(default_factory=list)
+
+
+def _env() -> Dict[str, str]:
+    return {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def _counted(stdout: str) -> Optional[int]:
+    found = re.findall(r"global steps: (\d+)", stdout)
+    return int(found[-1]) if found else None
+
+
+def run_plain(script: str, steps: int, fixed: bool) -> float:
+    cmd = [sys.executable, str(FRAMEWORKS / script), "--steps", str(steps)]
+    t0 = time.monotonic()
+    subprocess.run(
+        cmd + (["--fixed"] if fixed else []), capture_output=True, env=_env(), check=True
+    )
+    return time.monotonic() - t0
+
+
+def run_memprobe(script: str, steps: int, fixed: bool, out_dir: Path) -> Outcome:
+    out = out_dir / f"{script}-{'fixed' if fixed else 'leak'}-{time.monotonic_ns()}.json"
+    cmd = [sys.executable, "-m", "memprobe", "run", "-o", str(out), str(FRAMEWORKS / script)]
+    cmd += ["--steps", str(steps)] + (["--fixed"] if fixed else [])
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=_env())
+    wall = time.monotonic() - t0
+    if proc.returncode != 0 or not out.exists():
+        return Outcome(verdict=f"rc {proc.returncode}", wall_s=wall)
+    rec = json.loads(out.read_text())
+    main = next((p for p in rec["processes"] if p.get("role") == "main"), rec["processes"][0])
+    leaks = [f for f in rec["findings"] if f.get("verdict") == "leak"]
+    culprit = (leaks[0].get("culprit") or {}) if leaks else {}
+    return Outcome(
+        verdict=rec["verdict"],
+        steps=main.get("steps"),
+        counted=_counted(proc.stdout),
+        holder=str(culprit.get("holder") or ""),
+        line=str(culprit.get("location") or ""),
+        wall_s=wall,
+    )
+
+
+def bench(rounds: int, out_dir: Path, only: Optional[str]) -> Tuple[List[Row], List[str]]:
+    rows: List[Row] = []
+    missing: List[str] = []
+    for script, module, steps in CASES:
+        if only and only not in script:
+            continue
+        if importlib.util.find_spec(module) is None:
+            missing.append(module)
+            continue
+        row = Row(script)
+        for r in range(rounds):  # interleaved: plain and memprobe back to back each round
+            row.plain_s.append(run_plain(script, steps, fixed=False))
+            row.leak.append(run_memprobe(script, steps, False, out_dir))
+            row.fixed_plain_s.append(run_plain(script, steps, fixed=True))
+            row.fixed.append(run_memprobe(script, steps, True, out_dir))
+            print(
+                f"[{script} round {r + 1}] leak: {row.leak[-1].verdict} "
+                f"fixed: {row.fixed[-1].verdict}",
+                file=sys.stderr,
+                flush=True,
+            )
+        rows.append(row)
+    return rows, missing
+
+
+def _ratio(with_tool: Sequence[float], plain: Sequence[float]) -> str:
+    ratios = sorted(w / p for w, p in zip(with_tool, plain) if p > 0)
+    if not ratios:
+        return "-"
+    return f"{statistics.median(ratios):.2f}× ({ratios[0]:.2f}–{ratios[-1]:.2f})"
+
+
+def render(rows: List[Row], markdown: bool) -> str:
+    head = [
+        "script",
+        "steps (memprobe / framework)",
+        "leaky: verdicts",
+        "holder",
+        "line",
+        "fixed: verdicts",
+        "wall, leaky",
+        "wall, fixed",
+    ]
+    body = []
+    for row in rows:
+        steps = sorted({f"{o.steps}/{o.counted}" for o in row.leak + row.fixed})
+        holders = sorted({o.holder or "-" for o in row.leak})
+        lines = sorted({o.line or "-" for o in row.leak})
+        body.append(
+            [
+                row.script,
+                ", ".join(steps),
+                " ".join(o.verdict for o in row.leak),
+                " / ".join(holders),
+                " / ".join(lines),
+                " ".join(o.verdict for o in row.fixed),
+                _ratio([o.wall_s for o in row.leak], row.plain_s),
+                _ratio([o.wall_s for o in row.fixed], row.fixed_plain_s),
+            ]
+        )
+    if markdown:
+        out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        out += ["| " + " | ".join(r) + " |" for r in body]
+        return "\n".join(out)
+    return "\n".join("  ".join(r) for r in [head] + body)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--only", help="run the scripts whose name contains this")
+    ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--records-dir", help="keep the run records here")
+    args = ap.parse_args(argv)
+    out_dir = Path(args.records_dir or tempfile.mkdtemp(prefix="bench-frameworks-"))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows, missing = bench(args.rounds, out_dir, args.only)
+    print(render(rows, args.markdown))
+    if missing:
+        print(f"not installed, skipped: {', '.join(missing)}")
+    print(f"records: {out_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
