@@ -244,6 +244,21 @@ def test_budget_keeps_the_long_run_share_under_the_ceiling() -> None:
     assert budget.total() / 600.0 < 0.012
 
 
+def test_forced_runs_leave_at_most_one_run_of_debt() -> None:
+    from memprobe.bootstrap.memprobe_agent.budget import Budget
+
+    # GIVEN three censuses of 0.2 s forced on no credit in the first two seconds (a program
+    # without steps, looked at while it builds its model)
+    budget = Budget(0.03, t0=0.0)
+    for t in (1.0, 1.5, 2.5):
+        budget.charge("census", 0.2, t)
+    # THEN the next one is due once one run's debt and its own cost are earned back
+    # (≈ 13 s at 3 %), not after all three runs' debt (≈ 27 s): a 15 s loop gets a look
+    due = budget.next_after(2.7, 0.2)
+    assert due - 2.7 <= 2 * 0.2 / 0.03 + 0.1
+    # AND the long-run ceiling still holds for collectors that wait for credit (test above)
+
+
 class FakeAgent:
     def __init__(self, **config: Any) -> None:
         self.config = {"run_dir": None, "overhead_budget": 0.03, "tracemalloc": "off", **config}

@@ -239,7 +239,11 @@ def _heavy_tensors(verdicts: Dict[str, SignalVerdict]) -> bool:
     for name, v in verdicts.items():
         if name == TENSOR_COUNT or not (v.verdict == LEAK or v.growing):
             continue
-        if v.family == "memory" or name.startswith(("graph:", "tensors:")):
+        if name.startswith(("graph:", "tensors:")):
+            return True
+        # process memory backs them when it leaks itself: memory merely rising within its
+        # noise (an allocator's wobble beside 256 B tensors kept per batch) does not
+        if v.family == "memory" and v.verdict == LEAK:
             return True
     return False
 
@@ -252,7 +256,9 @@ def _backs(name: str, other: str, v: SignalVerdict) -> bool:
         return True
     if not (v.verdict == LEAK or v.growing):
         return False
-    return v.family in ("memory", "object") or other == BLOCKS
+    if v.family == "memory":
+        return v.verdict == LEAK  # memory within its own noise backs nothing
+    return v.family == "object" or other == BLOCKS
 
 
 def run_verdict(verdicts: List[SignalVerdict], min_points: int = 10) -> str:

@@ -7,7 +7,8 @@ its last cost. The bucket holds at most a few runs' worth, so an idle stretch
 never buys a burst. ``rate`` is the configured budget (default 3 %) while the
 run is young and the detector most needs points, then a quarter of it: over a
 long run the spend converges to under 1 %, and the budget stays a ceiling
-that one badly measured run cannot push through.
+that one badly measured run cannot push through. A collector forced to run on no
+credit (the fixed-step censuses) leaves at most one run's cost of debt.
 """
 
 from __future__ import annotations
@@ -56,7 +57,9 @@ class Budget:
     def charge(self, name: str, seconds: float, now: float) -> None:
         seconds = max(0.0, seconds)
         self._earn(now, self.burst_runs * seconds)
-        self.credit -= seconds
+        # at most one run in arrears: the censuses forced whatever the budget (a short run's
+        # first looks) must not silence the collector for the rest of a short run
+        self.credit = max(self.credit - seconds, -seconds)
         self.spent[name] = self.spent.get(name, 0.0) + seconds
         self.runs[name] = self.runs.get(name, 0) + 1
 

@@ -37,7 +37,7 @@ TICK_SECOND_S = 0.5
 # no module imported for this long: the program's own work has begun (torch's import pauses
 # for shared libraries; a census in such a pause counts the import, not the program)
 IMPORT_QUIET_S = 0.5
-TICK_FORCED = 3  # the first censuses of a program without steps, TICK_SECOND_S apart
+TICK_FORCED = 3  # the first censuses of a program without steps, TICK_SECOND_S and more apart
 BELOW_DEPTH = 4  # levels looked down from a carried root for another carried root
 BELOW_NODES = 64
 
@@ -148,7 +148,9 @@ class Expensive:
             force = (0 < self.seq < TICK_FORCED or self.look_again) and now >= self.tick_forced_at
             self._due(None, now, force=force)
             if force:
-                self.tick_forced_at = now + TICK_SECOND_S
+                # 0.5 s, then 1 s, 2 s apart: a long set-up (a model built, data loaded)
+                # must not take all of them before the program's loop has begun
+                self.tick_forced_at = now + TICK_SECOND_S * 2 ** max(0, self.seq - 1)
         finally:
             self._lock.release()
 
