@@ -128,17 +128,23 @@ def judge_process(
         for name in prepared:
             if not _counts_items(name) and out[name].verdict == INCONCLUSIVE:
                 out[name] = judge(name, memory)
-    items = items_bytes_rate(process.census, axis)
-    heavy_items = items >= options.rate_threshold("bytes", axis)
+    items, items_growth = items_bytes_rate(process.census, axis)
+    # the items' bytes back the counts when they grow at a rate that counts and by an amount
+    # that counts (what 50 kept predictions of 256 B add up to does not)
+    heavy_items = (
+        items >= options.rate_threshold("bytes", axis) and items_growth >= options.min_growth_bytes
+    )
     return corroborate(out, carried_in_census(process.census), heavy_items)
 
 
-def items_bytes_rate(census: Sequence[Mapping[str, Any]], axis: str) -> float:
+def items_bytes_rate(census: Sequence[Mapping[str, Any]], axis: str) -> Tuple[float, float]:
     """The fastest growth, in bytes per step (per second without steps), of what a watched
-    container's items hold, as the agent measured them at each census: memory evidence of
-    its own when the process' memory series are too short to say."""
+    container's items hold, as the agent measured them at each census, and the most any
+    container's items grew in all: memory evidence of its own when the process' memory
+    series are too short to say."""
     first: Dict[str, Tuple[float, float]] = {}
     best = 0.0
+    grown = 0.0
     for entry in census:
         if not isinstance(entry, dict):
             continue
@@ -154,7 +160,8 @@ def items_bytes_rate(census: Sequence[Mapping[str, Any]], axis: str) -> float:
             x0, b0 = first.setdefault(box["holder"], (float(x), float(nbytes)))
             if x > x0:
                 best = max(best, (float(nbytes) - b0) / (float(x) - x0))
-    return best
+                grown = max(grown, float(nbytes) - b0)
+    return best, grown
 
 
 def _counts_items(name: str) -> bool:
