@@ -55,9 +55,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from memprobe.bootstrap.memprobe_agent import wire  # noqa: E402
-from memprobe.collect import PARENT_FILE, RunState  # noqa: E402
+from memprobe.collect.state import PARENT_FILE, RunState  # noqa: E402
+from memprobe.launch.tail import Tailer  # noqa: E402
 from memprobe.record import ExitInfo, Limits  # noqa: E402
-from memprobe.tail import Tailer  # noqa: E402
 
 STARTED_AT = 1_800_000_000.0
 MAIN, W1, W2 = 4242, 4243, 4244
@@ -349,7 +349,7 @@ def write_lines(run_dir: str, pid: int, msgs: List[Dict[str, Any]]) -> int:
 def compressed(hours: int, scenario: str, leak_from: float, full_check: bool) -> Dict[str, Any]:
     from memprobe import record as rec
     from memprobe.analysis import DetectOptions
-    from memprobe.finalize import finalize
+    from memprobe.analysis.finalize import finalize
     from memprobe.render.livejudge import LiveJudge
 
     stream = Stream(scenario, leak_from)
@@ -510,8 +510,8 @@ def compressed(hours: int, scenario: str, leak_from: float, full_check: bool) ->
 def full_resolution_check(run_dir: str, bounded: Any) -> Dict[str, Any]:
     """Rebuild the same run folder keeping every point and census; judge it; compare."""
     from memprobe.analysis import DetectOptions
-    from memprobe.finalize import finalize
-    from memprobe.rebuild import rebuild
+    from memprobe.analysis.finalize import finalize
+    from memprobe.collect.rebuild import rebuild
 
     t0 = time.perf_counter()
     try:

@@ -40,7 +40,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from memprobe.bootstrap.memprobe_agent import wire  # noqa: E402
-from memprobe.collect import RunState  # noqa: E402
+from memprobe.collect.state import RunState  # noqa: E402
 
 SHAPES = {16: (4, 3), 64: (16, 3)}  # processes -> (ranks, workers per rank)
 
@@ -92,8 +92,9 @@ def file_counts(run_dir: str) -> Dict[int, Dict[str, int]]:
 def run(procs: int, seconds: float, display_kind: str) -> Dict[str, Any]:
     from rich.console import Console
 
-    from memprobe import commands, launcher
     from memprobe.analysis import DetectOptions
+    from memprobe.commands import run as commands
+    from memprobe.launch import runner as launcher
     from memprobe.render import livejudge
     from memprobe.render.live import LiveDisplay, PlainDisplay
 

@@ -136,7 +136,8 @@ def run(
     (128+N if it was killed by signal N); 40 with --fail-on-leak when it leaked; 2 when
     memprobe cannot start the run.
     """
-    from memprobe import commands, launcher
+    from memprobe.commands import run as commands
+    from memprobe.launch import runner as launcher
 
     target = list(target or [])
     passthrough = _after_double_dash(target)
@@ -227,10 +228,10 @@ def report(
     fmt: Fmt = typer.Option(Fmt.text, "--format", "-f", help="text, markdown or json (findings)."),
 ) -> None:
     """Show a run's verdict, findings, holders, projections and fix hints."""
-    from memprobe import commands
+    from memprobe.commands.report import report_command
 
     try:
-        commands.report_command(runs, html, fmt.value)
+        report_command(runs, html, fmt.value)
     except (RecordError, MemprobeError, OSError) as e:
         raise _fail(str(e), getattr(e, "exit_code", EXIT_BAD_INPUT)) from None
 
@@ -264,8 +265,8 @@ def diff(
 
     Exit status: 0 no regression; 3 a new or worse leak; 2 unusable input.
     """
-    from memprobe import commands
     from memprobe.analysis.compare import CompareOptions
+    from memprobe.commands.diff import diff_command
 
     options = CompareOptions(
         rel_tolerance=tolerance,
@@ -276,7 +277,7 @@ def diff(
         strict_signals=strict_signals,
     )
     try:
-        code = commands.diff_command(before, after, fmt.value, html, options)
+        code = diff_command(before, after, fmt.value, html, options)
     except (RecordError, MemprobeError, OSError) as e:
         raise _fail(str(e), getattr(e, "exit_code", EXIT_BAD_INPUT)) from None
     raise typer.Exit(code)

@@ -17,7 +17,8 @@ import pytest
 
 from memprobe.analysis import analyze
 from memprobe.analysis.census import build_profile
-from memprobe.collect import (
+from memprobe.collect.rebuild import rebuild
+from memprobe.collect.state import (
     BUFFER_BUCKETS,
     CENSUS_HEAD,
     MAX_CENSUS,
@@ -30,7 +31,6 @@ from memprobe.collect import (
     SeriesBuf,
     thin_census,
 )
-from memprobe.rebuild import rebuild
 from memprobe.record import ExitInfo
 
 T0 = 1_700_000_000.0

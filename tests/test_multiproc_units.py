@@ -17,9 +17,9 @@ from recordgen import make_record
 from rich.console import Console
 
 from conftest import validate
-from memprobe.collect import RunState
-from memprobe.merge import PID_STRIDE, merge_records
-from memprobe.procs import TreeSampler
+from memprobe.collect.merge import PID_STRIDE, merge_records
+from memprobe.collect.state import RunState
+from memprobe.launch.procs import TreeSampler
 from memprobe.record import ExitInfo, RecordError, RunRecord
 from memprobe.render.live import build_table, compact_bytes
 from memprobe.render.livegroups import process_rows
@@ -262,7 +262,7 @@ def test_merge_keeps_torchrun_node_numbers_and_distinct_pids() -> None:
 
 def test_merged_record_is_judged_per_node_rank() -> None:
     # GIVEN node 1's rank 1 leaking 64 KiB/step and everything else flat
-    from memprobe.finalize import finalize
+    from memprobe.analysis.finalize import finalize
 
     leaky = make_record(roles=(("rank", 0, None), ("rank", 1, None)), steps=120, seed=3)
     procs = list(leaky.processes)

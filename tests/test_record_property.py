@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 
 from memprobe import record as rec
 from memprobe.bootstrap.memprobe_agent import wire
-from memprobe.collect import PARENT_FILE
-from memprobe.rebuild import rebuild
-from memprobe.tail import Tailer
+from memprobe.collect.rebuild import rebuild
+from memprobe.collect.state import PARENT_FILE
+from memprobe.launch.tail import Tailer
 
 SETTINGS = settings(
     max_examples=100,

@@ -11,8 +11,8 @@ from typing import Any, Dict, List
 import pytest
 
 from memprobe.bootstrap.memprobe_agent import wire
-from memprobe.collect import PARENT_FILE, RunState
-from memprobe.rebuild import rebuild
+from memprobe.collect.rebuild import rebuild
+from memprobe.collect.state import PARENT_FILE, RunState
 from memprobe.record import ExitInfo
 
 

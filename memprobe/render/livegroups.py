@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Set, Tuple
 
 from memprobe.bootstrap.memprobe_agent import wire
-from memprobe.collect import GONE_AFTER_S, ProcState, RunState, Who
+from memprobe.collect.state import GONE_AFTER_S, ProcState, RunState, Who
 
 USS = "uss_bytes"
 # (pid, signal) -> (verdict, rate text), as the live judge gives them

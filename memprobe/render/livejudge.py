@@ -15,7 +15,7 @@ from typing import Any, List, Optional
 
 from rich.text import Text
 
-from memprobe.collect import RunState
+from memprobe.collect.state import RunState
 from memprobe.record import ExitInfo
 from memprobe.render.fmt import headline_order, safe_text
 from memprobe.render.live import VERDICT_STYLE, SignalRow, Verdicts

@@ -11,7 +11,7 @@ import os
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from memprobe.bootstrap.memprobe_agent import wire
-from memprobe.collect import MAX_POINTS, PARENT_FILE, RunState, _num, _opt_int
+from memprobe.collect.state import MAX_POINTS, PARENT_FILE, RunState, _num, _opt_int
 from memprobe.record import ExitInfo, Limits, RecordError, RunRecord
 
 CHUNK = 4 * 1024 * 1024

@@ -1,4 +1,4 @@
-"""The core function behind each CLI command (the CLI only parses and maps exit codes)."""
+"""``memprobe run``: launch the target, then analyse, write and summarise its record."""
 
 from __future__ import annotations
 
@@ -6,23 +6,20 @@ import os
 import shutil
 import signal
 import sys
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from rich.console import Console
 from rich.text import Text
 
 from memprobe import record as rec
-from memprobe.errors import EXIT_BAD_INPUT, MemprobeError
-from memprobe.launcher import RunOutcome
+from memprobe.commands._common import stderr_console
+from memprobe.errors import EXIT_BAD_INPUT
+from memprobe.launch.runner import RunOutcome
 from memprobe.render.fmt import fmt_bytes, headline_order, safe_text
 from memprobe.render.live import LiveDisplay, PlainDisplay
 
 # events that mean some process was not profiled: said after the verdict, not only recorded
 TROUBLE_EVENTS = ("agent_error", "wire_mismatch")
-
-
-def _stderr_console() -> Console:
-    return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def make_display(live: Optional[bool], detect: Any) -> Any:
@@ -32,12 +29,12 @@ def make_display(live: Optional[bool], detect: Any) -> Any:
         return PlainDisplay()
     from memprobe.render import livejudge
 
-    return LiveDisplay(_stderr_console(), judge=livejudge.make(detect))
+    return LiveDisplay(stderr_console(), judge=livejudge.make(detect))
 
 
 def finish(outcome: RunOutcome, output: str, detect: Any, keep_run_dir: bool) -> Tuple[int, str]:
     """Analyse, write the record, say where it went. Returns (exit code, verdict)."""
-    console = _stderr_console()
+    console = stderr_console()
     record = outcome.record
     # SIGINT is ignored while the target runs (see cli.run); now one Ctrl-C skips the analysis
     previous = signal.getsignal(signal.SIGINT)
@@ -48,7 +45,7 @@ def finish(outcome: RunOutcome, output: str, detect: Any, keep_run_dir: bool) ->
 
     signal.signal(signal.SIGINT, interrupt_once)
     try:
-        from memprobe.finalize import finalize  # scipy: only once there is a run
+        from memprobe.analysis.finalize import finalize  # scipy: only once there is a run
 
         record = finalize(record, detect)
     except KeyboardInterrupt:
@@ -131,100 +128,4 @@ def print_summary(record: rec.RunRecord, console: Console) -> None:
         console.print(Text(f"  … {len(groups) - 4} more; see memprobe report", style="dim"))
 
 
-def load_run(path: str) -> rec.RunRecord:
-    """A run.json, or a run folder rebuilt (and analysed) from its per-process files."""
-    if os.path.isdir(path):
-        from memprobe.rebuild import rebuild
-
-        record = rebuild(path)
-        try:
-            from memprobe.finalize import finalize
-
-            return finalize(record)
-        except Exception as e:  # noqa: BLE001 - a rebuilt run must still show its raw series
-            _stderr_console().print(
-                safe_text(
-                    f"memprobe: analysis failed ({type(e).__name__}: {e}); "
-                    "showing the raw series only",
-                    style="yellow",
-                )
-            )
-            return record
-    return rec.load(path)
-
-
-def _write_text(path: str, text: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise MemprobeError(f"cannot write {path}: folder {directory} does not exist")
-    tmp = path + ".tmp"
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError as e:
-        raise MemprobeError(f"cannot write {path}: {e.strerror or e}") from None
-
-
-def report_command(paths: List[str], html: Optional[str], fmt: str) -> None:
-    records = [load_run(p) for p in paths]  # before the heavy imports: bad input fails fast
-    if len(records) == 1:
-        record = records[0]
-    else:
-        from memprobe.finalize import finalize
-        from memprobe.merge import merge_records
-
-        record = finalize(merge_records(records))
-    from memprobe.render import report
-
-    if html is not None:
-        from memprobe.render.html import report_html
-
-        _write_text(html, report_html(record))
-    _emit(
-        fmt,
-        lambda: report.report_markdown(record),
-        lambda: report.report_json(record),
-        lambda console: report.render_report(record, console),
-    )
-    if html is not None:
-        _stderr_console().print(safe_text(f"memprobe: HTML report → {html}", style="dim"))
-
-
-def diff_command(
-    before: str, after: str, fmt: str, html: Optional[str], options: Optional[Any] = None
-) -> int:
-    a, b = load_run(before), load_run(after)
-    from memprobe.analysis import compare
-    from memprobe.render import diffview
-
-    result = compare.compare(a, b, options or compare.CompareOptions())
-    if html is not None:
-        from memprobe.render.html import diff_html
-
-        _write_text(html, diff_html(result))
-    _emit(
-        fmt,
-        lambda: diffview.diff_markdown(result),
-        lambda: diffview.diff_json(result),
-        lambda console: diffview.render_diff(result, console),
-    )
-    return int(compare.diff_exit_code(result))
-
-
-def _emit(
-    fmt: str,
-    markdown: Callable[[], str],
-    json: Callable[[], str],
-    render: Callable[[Console], None],
-) -> None:
-    """The report or diff on stdout in the format asked for (text: rendered by Rich)."""
-    if fmt == "markdown":
-        sys.stdout.write(markdown())
-    elif fmt == "json":
-        sys.stdout.write(json())
-    else:
-        render(Console(highlight=False))
-
-
-__all__ = ["finish", "make_display", "report_command", "diff_command", "load_run", "EXIT_BAD_INPUT"]
+__all__ = ["finish", "make_display", "print_summary"]

@@ -18,14 +18,17 @@ from typing import IO, Any, Dict, List, Optional, Protocol
 
 from memprobe import __version__
 from memprobe.bootstrap.memprobe_agent import wire
-from memprobe.collect import PARENT_FILE, RunState
-from memprobe.gpu import NvmlSampler
-from memprobe.limits import OomWatch, ram_limit
-from memprobe.procs import TreeSampler
+from memprobe.collect.state import PARENT_FILE, RunState
+from memprobe.launch.gpu import NvmlSampler
+from memprobe.launch.limits import OomWatch, ram_limit
+from memprobe.launch.procs import TreeSampler
+from memprobe.launch.tail import Tailer
 from memprobe.record import ExitInfo, Limits, RunRecord
-from memprobe.tail import Tailer
 
-BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bootstrap")
+# memprobe/bootstrap/, put first on the target's PYTHONPATH
+BOOTSTRAP_DIR = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bootstrap"
+)
 POLL_S = 0.2
 OUTSIDE_EVERY_S = 0.5
 GPU_EVERY_S = 1.0
