@@ -9,7 +9,7 @@ hour into a run folder the way the agents write it (``proc-<pid>.jsonl``: wire f
 ``memprobe_agent/wire.py``) and the launcher journals it (``parent.jsonl``), and read back by
 the parent's own code: ``Tailer`` -> ``RunState.ingest``/``ingest_outside`` -> the live table
 (``render.live.build_table`` with the live judge, rendered to a 120-column console) ->
-``RunState.build`` -> ``finalize`` (the analysis) -> ``record.save``. Three processes: a main
+``build_record`` -> ``finalize`` (the analysis) -> ``record.save``. Three processes: a main
 at 20 steps/s sampled every 0.1 s (RSS, heap blocks), its watched containers polled every
 0.1 s, a census every 4 s (~2 KB: types, tensors, graphs, containers, growing types), and
 two DataLoader workers sampled every 0.5 s; the parent's outside samples (RSS, USS, PSS)
@@ -55,7 +55,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from memprobe.bootstrap.memprobe_agent import wire  # noqa: E402
-from memprobe.collect.state import PARENT_FILE, RunState  # noqa: E402
+from memprobe.collect.assemble import build_record  # noqa: E402
+from memprobe.collect.journal import PARENT_FILE  # noqa: E402
+from memprobe.collect.state import RunState  # noqa: E402
 from memprobe.launch.tail import Tailer  # noqa: E402
 from memprobe.record import ExitInfo, Limits  # noqa: E402
 
@@ -429,7 +431,7 @@ def compressed(hours: int, scenario: str, leak_from: float, full_check: bool) ->
         elapsed = (h + 1) * 3600.0
         table_s, judge_s = live_costs(state, judge, elapsed)
         t0 = time.perf_counter()
-        state.build(ExitInfo(), elapsed)
+        build_record(state, ExitInfo(), elapsed)
         build_s = time.perf_counter() - t0
         row = {
             "hour": h + 1,
@@ -468,7 +470,7 @@ def compressed(hours: int, scenario: str, leak_from: float, full_check: bool) ->
     )
     out = os.path.join(tmp, "run.json")
     t0 = time.perf_counter()
-    record = state.build(ExitInfo(code=0), duration)
+    record = build_record(state, ExitInfo(code=0), duration)
     t_build = time.perf_counter() - t0
     record = finalize(record, DetectOptions())
     t_analysis = time.perf_counter() - t0 - t_build

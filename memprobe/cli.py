@@ -137,7 +137,8 @@ def run(
     memprobe cannot start the run.
     """
     from memprobe.commands import run as commands
-    from memprobe.launch import runner as launcher
+    from memprobe.launch import command as launch_command
+    from memprobe.launch import rundir, runner
 
     target = list(target or [])
     passthrough = _after_double_dash(target)
@@ -147,7 +148,7 @@ def run(
     elif target:
         stem = os.path.splitext(os.path.basename(target[0 if not passthrough else -1]))[0] or "run"
     out = output or f"memprobe-{stem}-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    interpreter = python or launcher.default_python()
+    interpreter = python or launch_command.default_python()
     extra = {}
     if step_on is not None:
         from memprobe.bootstrap.memprobe_agent.wire import SpecError, parse_spec
@@ -160,14 +161,14 @@ def run(
     try:
         if passthrough:
             command = list(target)
-            launcher.check_command(command, None)
+            launch_command.check_command(command, None)
         else:
-            command = launcher.build_command(target, module, interpreter)
-            launcher.check_command(command, None if module else target[0])
-        run_dir = launcher.prepare_run_dir(out)
-    except launcher.LaunchError as e:
+            command = launch_command.build_command(target, module, interpreter)
+            launch_command.check_command(command, None if module else target[0])
+        run_dir = rundir.prepare_run_dir(out)
+    except launch_command.LaunchError as e:
         raise _fail(str(e)) from None
-    options = launcher.RunOptions(
+    options = rundir.RunOptions(
         output=out,
         sample_interval_s=interval,
         overhead_budget=budget,
@@ -182,8 +183,8 @@ def run(
     # SIGINT would be inherited and the target would never see its KeyboardInterrupt.
     signal.signal(signal.SIGINT, _ignore_signal)
     try:
-        outcome = launcher.run(command, options, run_dir, display)
-    except launcher.LaunchError as e:
+        outcome = runner.run(command, options, run_dir, display)
+    except launch_command.LaunchError as e:
         shutil.rmtree(run_dir, ignore_errors=True)
         raise _fail(str(e)) from None
     code, verdict = commands.finish(outcome, out, detect, keep_run_dir)

@@ -34,7 +34,7 @@ from memprobe import __version__
 from memprobe import record as rec
 from memprobe.analysis.options import DetectOptions
 from memprobe.bootstrap.memprobe_agent import wire
-from memprobe.collect.state import PARENT_FILE
+from memprobe.collect.journal import PARENT_FILE
 from memprobe.errors import MemprobeError
 
 __all__ = ["Run", "TrackError", "TrackOptions", "track"]

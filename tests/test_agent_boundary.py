@@ -15,7 +15,7 @@ import pytest
 
 from conftest import SCRIPTS, cli_env, is_stdlib, load, main_process, run_cli
 from memprobe.bootstrap.memprobe_agent import wire
-from memprobe.launch.runner import BOOTSTRAP_DIR
+from memprobe.launch.rundir import BOOTSTRAP_DIR
 
 
 def test_bootstrap_folder_holds_only_bootstrap_and_agent() -> None:

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 from memprobe import record as rec
 from memprobe.bootstrap.memprobe_agent import wire
+from memprobe.collect.journal import PARENT_FILE
 from memprobe.collect.rebuild import rebuild
-from memprobe.collect.state import PARENT_FILE
 from memprobe.launch.tail import Tailer
 
 SETTINGS = settings(

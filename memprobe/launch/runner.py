@@ -1,42 +1,34 @@
-"""Launch the target under the bootstrap, forward signals, follow its files, reap it.
+"""Run the target to its end: spawn it under the bootstrap, follow its files and its process
+tree while it lives, reap it and decode its exit. Each step is a function below ``run``.
 
-The launcher knows nothing of rendering: a ``Display`` is handed in by the CLI.
+The launcher knows nothing of rendering: a ``Display`` is handed in by the command.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import signal
 import subprocess
-import sys
 import threading
 import time
-from dataclasses import dataclass, field, replace
-from typing import IO, Any, Dict, List, Optional, Protocol
+from dataclasses import dataclass, replace
+from typing import List, Protocol
 
 from memprobe import __version__
 from memprobe.bootstrap.memprobe_agent import wire
-from memprobe.collect.state import PARENT_FILE, RunState
+from memprobe.collect.assemble import build_record
+from memprobe.collect.journal import K_META, Journal
+from memprobe.collect.state import RunState
+from memprobe.launch.command import LaunchError
 from memprobe.launch.gpu import NvmlSampler
 from memprobe.launch.limits import OomWatch, ram_limit
-from memprobe.launch.procs import TreeSampler
+from memprobe.launch.outside import OutsideSampler
+from memprobe.launch.rundir import RunOptions, make_env
+from memprobe.launch.signals import install_forwarding, restore_forwarding, signal_name
 from memprobe.launch.tail import Tailer
+from memprobe.launch.terminal import Terminal, open_terminal
 from memprobe.record import ExitInfo, Limits, RunRecord
 
-# memprobe/bootstrap/, put first on the target's PYTHONPATH
-BOOTSTRAP_DIR = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bootstrap"
-)
 POLL_S = 0.2
-OUTSIDE_EVERY_S = 0.5
-GPU_EVERY_S = 1.0
-FORWARDED_SIGNALS = ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
-
-
-class LaunchError(Exception):
-    """The run cannot start; the message says what to do."""
 
 
 class Display(Protocol):
@@ -51,189 +43,49 @@ class Display(Protocol):
 
 
 @dataclass(frozen=True)
-class RunOptions:
-    output: str
-    sample_interval_s: float = wire.DEFAULT_SAMPLE_INTERVAL_S
-    idle_interval_s: float = wire.DEFAULT_IDLE_INTERVAL_S
-    overhead_budget: float = wire.DEFAULT_OVERHEAD_BUDGET
-    census: bool = True
-    tracemalloc: str = "auto"
-    fail_collector: Optional[str] = None  # test-only switch, see --x-fail-collector
-    extra_config: Dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
 class RunOutcome:
     record: RunRecord
     exit_code: int  # what memprobe exits with: the target's code, or 128+signal
     run_dir: str
 
 
-def build_command(target: List[str], module: Optional[str], python: str) -> List[str]:
-    """The argv to spawn: ``python script args``, ``python -m mod args`` or the raw command."""
-    if module is not None:
-        return [python, "-m", module, *target]
-    if not target:
-        raise LaunchError("nothing to run: give a script, -m MODULE, or -- COMMAND")
-    return [python, *target]
+@dataclass
+class _Run:
+    """What the parent holds while the target lives."""
 
-
-def check_command(command: List[str], script: Optional[str]) -> None:
-    if script is not None:
-        if not os.path.exists(script):
-            raise LaunchError(f"no such script: {script}")
-        if os.path.isdir(script) and not os.path.exists(os.path.join(script, "__main__.py")):
-            raise LaunchError(f"{script} is a directory without __main__.py")
-    elif shutil.which(command[0]) is None:
-        raise LaunchError(f"command not found: {command[0]}")
-    if os.path.basename(command[0]).startswith("python"):
-        flag = _agentless_python_flag(command[1:])
-        if flag is not None:
-            raise LaunchError(
-                f"python -{flag} {_AGENTLESS_FLAGS[flag]}, so memprobe's agent cannot load; "
-                "drop the flag (PYTHONSAFEPATH=1 / -P work)"
-            )
-        check_interpreter(command[0])
-
-
-def check_interpreter(python: str) -> None:
-    """Refuse an interpreter older than the agent runs on: a clear error now, not a run
-    without data. One ``python -E -S -c`` when it is not memprobe's own interpreter; an
-    interpreter that cannot say its version is left to the bootstrap (which reports it)."""
-    path = shutil.which(python) or python
-    if os.path.realpath(path) == os.path.realpath(sys.executable):
-        return
-    try:
-        probe = subprocess.run(
-            [path, "-E", "-S", "-c", _VERSION_PROBE],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            stdin=subprocess.DEVNULL,
-        )
-        version = tuple(int(x) for x in probe.stdout.strip().split("."))
-    except (OSError, ValueError, subprocess.SubprocessError):
-        return
-    if probe.returncode == 0 and len(version) == 3 and version[:2] < wire.MIN_PYTHON:
-        raise LaunchError(
-            f"{python} is Python {'.'.join(map(str, version))}; memprobe's agent runs inside "
-            f"the profiled process and needs Python {'.'.join(map(str, wire.MIN_PYTHON))} "
-            "or newer: give a newer interpreter (--python)"
-        )
-
-
-# what check_interpreter runs: valid Python 2 as well
-_VERSION_PROBE = "import sys; sys.stdout.write('%d.%d.%d' % tuple(sys.version_info[:3]))"
-
-
-# Interpreter flags that keep the bootstrap's sitecustomize from running.
-_AGENTLESS_FLAGS = {
-    "I": "(isolated mode) ignores PYTHONPATH and skips sitecustomize",
-    "E": "ignores PYTHONPATH",
-    "S": "skips the site module and with it sitecustomize",
-}
-
-
-def _agentless_python_flag(args: List[str]) -> Optional[str]:
-    """The first of -I/-E/-S among python's own options (``-uI``, ``-X dev -S`` too)."""
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg == "--" or arg == "-" or not arg.startswith("-"):
-            return None  # the script (or stdin): python's own options end here
-        if arg.startswith("--"):
-            i += 2 if arg == "--check-hash-based-pycs" else 1
-            continue
-        for j, ch in enumerate(arg[1:], 1):
-            if ch in _AGENTLESS_FLAGS:
-                return ch
-            if ch in "cm":
-                return None  # -c CMD / -m MOD: the rest belongs to the program
-            if ch in "WX":  # -W ARG / -X OPT, attached or as the next word
-                i += 1 if j == len(arg) - 1 else 0
-                break
-        i += 1
-    return None
-
-
-def default_python() -> str:
-    """The interpreter of the active virtualenv if any, else the one running memprobe."""
-    venv = os.environ.get("VIRTUAL_ENV")
-    if venv:
-        candidate = os.path.join(venv, "bin", "python")
-        if os.access(candidate, os.X_OK):
-            return candidate
-    return sys.executable
-
-
-def prepare_run_dir(output: str) -> str:
-    """Create the run folder beside the record (0700). Fails early if the place is unwritable."""
-    out_dir = os.path.dirname(os.path.abspath(output))
-    if os.path.isdir(output):
-        raise LaunchError(f"output {output} is a directory; give a file name such as run.json")
-    if not os.path.isdir(out_dir):
-        raise LaunchError(f"cannot write {output}: folder {out_dir} does not exist")
-    stem = os.path.abspath(output)
-    stem = stem[:-5] if stem.endswith(".json") else stem
-    for n in range(1000):
-        run_dir = f"{stem}.run" if n == 0 else f"{stem}.run.{n}"
-        try:
-            os.mkdir(run_dir, 0o700)
-            os.chmod(run_dir, 0o700)
-            return run_dir
-        except FileExistsError:
-            continue
-        except OSError as e:
-            raise LaunchError(f"cannot write beside {output}: {e.strerror}") from None
-    raise LaunchError(f"too many run folders named {stem}.run.*; remove old ones")
-
-
-def make_env(
-    run_dir: str, options: RunOptions, base: Optional[Dict[str, str]] = None
-) -> Dict[str, str]:
-    env = dict(os.environ if base is None else base)
-    old = env.get("PYTHONPATH")
-    env["PYTHONPATH"] = BOOTSTRAP_DIR + (os.pathsep + old if old else "")
-    config = {
-        "run_dir": run_dir,
-        "wire": wire.WIRE_VERSION,
-        "sample_interval_s": options.sample_interval_s,
-        "idle_interval_s": options.idle_interval_s,
-        "overhead_budget": options.overhead_budget,
-        "census": options.census,
-        "tracemalloc": options.tracemalloc,
-        "fail_collector": options.fail_collector,
-        **options.extra_config,
-    }
-    env[wire.ENV_CONFIG] = json.dumps(config)
-    return env
-
-
-class _Journal:
-    """The parent's own lines in the run folder, so the folder alone rebuilds the record."""
-
-    def __init__(self, run_dir: str) -> None:
-        fd = os.open(
-            os.path.join(run_dir, PARENT_FILE), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600
-        )  # like the agents' files: the run's data is the user's alone
-        self._f: Optional[IO[str]] = open(fd, "a", encoding="utf-8")  # noqa: SIM115
-
-    def write(self, message: Dict[str, Any]) -> None:
-        if self._f is None:
-            return
-        try:
-            self._f.write(wire.safe_encode(message))
-            self._f.flush()
-        except OSError:
-            self._f = None
-
-    def close(self) -> None:
-        if self._f is not None:
-            self._f.close()
+    state: RunState
+    journal: Journal
+    gpu: NvmlSampler
+    t0: float  # monotonic clock at the run's start
 
 
 def run(command: List[str], options: RunOptions, run_dir: str, display: Display) -> RunOutcome:
     """Run the command to its end and return the raw record (no analysis yet)."""
+    r = _open_run(command, run_dir)
+    oom_watch = OomWatch()
+    terminal = open_terminal(display.captures_output)
+    proc = _spawn(command, _with_relay(options, terminal), run_dir, terminal)
+    readers = terminal.start_readers(display)
+    previous = install_forwarding(proc)
+    tailer = Tailer(run_dir)
+    outside = OutsideSampler(proc.pid, r.gpu, oom_watch)
+    display.start(r.state)
+    try:
+        _follow(proc, r, tailer, outside, display)
+        _drain(readers, tailer, r.state)
+    finally:
+        restore_forwarding(previous)
+        r.gpu.close()
+        display.stop(r.state)
+    duration = time.monotonic() - r.t0
+    exit = _reap(proc, oom_watch, r, duration)
+    r.state.agent_errors(run_dir, duration)
+    record = build_record(r.state, exit, duration)
+    return RunOutcome(record=record, exit_code=_exit_code(exit), run_dir=run_dir)
+
+
+def _open_run(command: List[str], run_dir: str) -> _Run:
+    """The run state and the journal, opened with the run's meta line; the limits known."""
     started_at = time.time()
     t0 = time.monotonic()
     ram, ram_source = ram_limit()
@@ -245,10 +97,10 @@ def run(command: List[str], options: RunOptions, run_dir: str, display: Display)
         started_at=started_at,
         limits=Limits(ram_bytes=ram, ram_source=ram_source, gpu_bytes=gpu_bytes),
     )
-    journal = _Journal(run_dir)
+    journal = Journal(run_dir)
     journal.write(
         {
-            "k": "meta",
+            "k": K_META,
             "command": command,
             "cwd": state.cwd,
             "started_at": started_at,
@@ -257,93 +109,78 @@ def run(command: List[str], options: RunOptions, run_dir: str, display: Display)
         }
     )
     if gpu.unavailable:
-        state.event(0.0, None, "no_gpu", f"no GPU series from the driver: {gpu.unavailable}")
+        message = f"no GPU series from the driver: {gpu.unavailable}"
+        state.event(0.0, None, "no_gpu", message)
         journal.write(
-            {
-                "k": wire.K_EVENT,
-                "t": 0.0,
-                "pid": None,
-                "kind": "no_gpu",
-                "message": f"no GPU series from the driver: {gpu.unavailable}",
-            }
+            {"k": wire.K_EVENT, "t": 0.0, "pid": None, "kind": "no_gpu", "message": message}
         )
-    oom_watch = OomWatch()
+    return _Run(state=state, journal=journal, gpu=gpu, t0=t0)
 
-    streams: Dict[str, Any] = {}
-    masters: Dict[str, int] = {}
-    relay_fds: List[int] = []
-    pass_fds: List[int] = []
-    if display.captures_output:
-        masters, streams = _open_ptys()
-        # if memprobe dies, the target's agent takes over copying its ptys to the terminal
-        # (else its prints fail with EIO): it gets a copy of each master and of our stdout/err
-        try:
-            relay_fds = [os.dup(sys.stdout.fileno()), os.dup(sys.stderr.fileno())]
-        except (OSError, ValueError, AttributeError):  # no real stdout (embedded, tests)
-            relay_fds = []
-        if relay_fds:
-            pairs = [[masters["stdout"], relay_fds[0]], [masters["stderr"], relay_fds[1]]]
-            pass_fds = [*masters.values(), *relay_fds]
-            relay = {"launcher_pid": os.getpid(), "fds": pairs}
-            options = replace(options, extra_config={**options.extra_config, "pty_relay": relay})
+
+def _with_relay(options: RunOptions, terminal: Terminal) -> RunOptions:
+    relay = terminal.relay_config()
+    if relay is None:
+        return options
+    return replace(options, extra_config={**options.extra_config, "pty_relay": relay})
+
+
+def _spawn(
+    command: List[str], options: RunOptions, run_dir: str, terminal: Terminal
+) -> subprocess.Popen[bytes]:
     env = make_env(run_dir, options)
     try:
-        proc = subprocess.Popen(command, env=env, pass_fds=pass_fds, **streams)
+        return subprocess.Popen(
+            command,
+            env=env,
+            pass_fds=terminal.pass_fds(),
+            stdout=terminal.slaves.get("stdout"),
+            stderr=terminal.slaves.get("stderr"),
+        )
     except OSError as e:
         raise LaunchError(f"cannot start {command[0]}: {e.strerror or e}") from None
     finally:
-        for fd in [*streams.values(), *relay_fds]:
-            os.close(fd)
-    readers = [_start_reader(name, fd, display) for name, fd in masters.items()]
+        terminal.close_child_ends()
 
-    previous = _install_forwarding(proc)
-    tailer = Tailer(run_dir)
-    sampler = TreeSampler(proc.pid)
-    display.start(state)
-    last_outside = last_gpu = 0.0
-    try:
-        while True:
-            code = proc.poll()
-            for pid, msg in tailer.poll():
-                state.ingest(pid, msg)
-            now = time.monotonic()
-            if code is None and now - last_outside >= OUTSIDE_EVERY_S:
-                last_outside = now
-                t = now - t0
-                tree = sampler.sample()
-                oom_watch.see(proc.pid)
-                for pid, ppid, values in tree:
-                    argv = sampler.new_argv.get(pid)
-                    state.ingest_outside(pid, t, values, ppid, argv)
-                    line = {"k": "outside", "pid": pid, "ppid": ppid, "t": t, "v": values}
-                    journal.write({**line, "argv": argv} if argv else line)
-                if gpu.available and now - last_gpu >= GPU_EVERY_S:
-                    last_gpu = now
-                    device_values, per_pid = gpu.sample(pid for pid, _, _ in tree)
-                    per_pid.setdefault(proc.pid, {}).update(device_values)
-                    for pid, values in per_pid.items():
-                        state.ingest_outside(pid, t, values)
-                        journal.write({"k": "outside", "pid": pid, "t": t, "v": values})
-            display.update(state)
-            if code is not None:
-                break
-            time.sleep(POLL_S)
-        for r in readers:
-            r.join(timeout=2.0)
-        time.sleep(0.05)
-        for pid, msg in tailer.poll() + tailer.flush_partial():
-            state.ingest(pid, msg)
-        state.garbage_lines += tailer.garbage_lines
-    finally:
-        _restore_forwarding(previous)
-        gpu.close()
-        display.stop(state)
-    duration = time.monotonic() - t0
+
+def _follow(
+    proc: subprocess.Popen[bytes],
+    r: _Run,
+    tailer: Tailer,
+    outside: OutsideSampler,
+    display: Display,
+) -> None:
+    """Until the target exits: its agents' new lines, the outside samples that are due, the
+    live view; one round every ``POLL_S``."""
+    while True:
+        code = proc.poll()
+        for pid, msg in tailer.poll():
+            r.state.ingest(pid, msg)
+        now = time.monotonic()
+        if code is None:
+            outside.poll(now, now - r.t0, r.state, r.journal)
+        display.update(r.state)
+        if code is not None:
+            return
+        time.sleep(POLL_S)
+
+
+def _drain(readers: List[threading.Thread], tailer: Tailer, state: RunState) -> None:
+    """After the exit: the output still in the ptys, the last lines of every file."""
+    for reader in readers:
+        reader.join(timeout=2.0)
+    time.sleep(0.05)
+    for pid, msg in tailer.poll() + tailer.flush_partial():
+        state.ingest(pid, msg)
+    state.garbage_lines += tailer.garbage_lines
+
+
+def _reap(proc: subprocess.Popen[bytes], oom_watch: OomWatch, r: _Run, duration: float) -> ExitInfo:
+    """The target's exit (code, or signal and whether the OOM killer sent it), journalled."""
     rc = proc.returncode
     sig = -rc if rc < 0 else None
     oom = oom_watch.rose()
     exit = ExitInfo(code=None if sig else rc, signal=sig, oom_killed=oom)
-    journal.write(
+    r.journal.write(
         {
             "k": wire.K_EXIT,
             "code": exit.code,
@@ -352,85 +189,18 @@ def run(command: List[str], options: RunOptions, run_dir: str, display: Display)
             "duration_s": duration,
         }
     )
-    journal.close()
+    r.journal.close()
     if sig:
-        name = _signal_name(sig)
-        state.event(
+        r.state.event(
             duration,
             proc.pid,
             "signal",
-            f"target killed by signal {sig} ({name})" + (" — the OOM killer" if oom else ""),
+            f"target killed by signal {sig} ({signal_name(sig)})"
+            + (" — the OOM killer" if oom else ""),
         )
-    state.agent_errors(run_dir, duration)
-    record = state.build(exit, duration)
-    return RunOutcome(record=record, exit_code=128 + sig if sig else rc, run_dir=run_dir)
+    return exit
 
 
-def _signal_name(sig: int) -> str:
-    try:
-        return signal.Signals(sig).name
-    except ValueError:
-        return "unknown"
-
-
-def _open_ptys() -> tuple[Dict[str, int], Dict[str, int]]:
-    """A pty each for the target's stdout and stderr: it still sees a terminal (colours, line
-    buffering), and its output scrolls above the live table."""
-    import fcntl
-    import pty
-    import termios
-
-    masters: Dict[str, int] = {}
-    slaves: Dict[str, int] = {}
-    for name, real in (("stdout", sys.stdout), ("stderr", sys.stderr)):
-        master, slave = pty.openpty()
-        try:
-            size = fcntl.ioctl(real.fileno(), termios.TIOCGWINSZ, b"\0" * 8)
-            fcntl.ioctl(slave, termios.TIOCSWINSZ, size)
-        except OSError:
-            pass
-        masters[name], slaves[name] = master, slave
-    return masters, slaves
-
-
-def _start_reader(name: str, fd: int, display: Display) -> threading.Thread:
-    def pump() -> None:
-        try:
-            while True:
-                try:
-                    data = os.read(fd, 65536)
-                except OSError:  # EIO: every writer closed the pty
-                    break
-                if not data:
-                    break
-                display.output(name, data)
-        finally:
-            os.close(fd)
-
-    thread = threading.Thread(target=pump, name=f"memprobe-{name}", daemon=True)
-    thread.start()
-    return thread
-
-
-def _install_forwarding(proc: subprocess.Popen[bytes]) -> Dict[int, Any]:
-    """Forward termination signals to the target. SIGINT is not forwarded: Ctrl-C reaches the
-    target directly (same process group), and a second copy would interrupt its cleanup."""
-    previous: Dict[int, Any] = {}
-
-    def forward(signum: int, _frame: Any) -> None:
-        try:
-            proc.send_signal(signum)
-        except OSError:
-            pass
-
-    for name in FORWARDED_SIGNALS:
-        sig = getattr(signal, name, None)
-        if sig is not None:
-            previous[sig] = signal.signal(sig, forward)
-    previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    return previous
-
-
-def _restore_forwarding(previous: Dict[int, Any]) -> None:
-    for sig, handler in previous.items():
-        signal.signal(sig, handler)
+def _exit_code(exit: ExitInfo) -> int:
+    """What memprobe exits with: the target's code, or 128+N when signal N killed it."""
+    return 128 + exit.signal if exit.signal else (exit.code or 0)
