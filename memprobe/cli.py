@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import signal
 import sys
-import time
 from enum import Enum
-from typing import TYPE_CHECKING, List, Optional
+from typing import List, Optional
 
 import typer
 
@@ -19,9 +15,6 @@ from memprobe.bootstrap.memprobe_agent.wire import (
 )
 from memprobe.errors import EXIT_BAD_INPUT, EXIT_LEAK, MemprobeError
 from memprobe.record import RecordError
-
-if TYPE_CHECKING:
-    from memprobe.analysis import DetectOptions
 
 app = typer.Typer(
     add_completion=False,
@@ -136,73 +129,32 @@ def run(
     (128+N if it was killed by signal N); 40 with --fail-on-leak when it leaked; 2 when
     memprobe cannot start the run.
     """
-    from memprobe.commands import run as commands
-    from memprobe.launch import command as launch_command
-    from memprobe.launch import rundir, runner
+    from memprobe.bootstrap.memprobe_agent.wire import SpecError
+    from memprobe.commands.run import RunRequest, run_command
+    from memprobe.launch.command import LaunchError
 
     target = list(target or [])
-    passthrough = _after_double_dash(target)
-    stem = "module" if module else "run"
-    if module:
-        stem = module.rsplit(".", 1)[-1]
-    elif target:
-        stem = os.path.splitext(os.path.basename(target[0 if not passthrough else -1]))[0] or "run"
-    out = output or f"memprobe-{stem}-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    interpreter = python or launch_command.default_python()
-    extra = {}
-    if step_on is not None:
-        from memprobe.bootstrap.memprobe_agent.wire import SpecError, parse_spec
-
-        try:
-            parse_spec(step_on)
-        except SpecError as e:
-            raise _fail(str(e)) from None
-        extra["step_on"] = step_on
-    try:
-        if passthrough:
-            command = list(target)
-            launch_command.check_command(command, None)
-        else:
-            command = launch_command.build_command(target, module, interpreter)
-            launch_command.check_command(command, None if module else target[0])
-        run_dir = rundir.prepare_run_dir(out)
-    except launch_command.LaunchError as e:
-        raise _fail(str(e)) from None
-    options = rundir.RunOptions(
-        output=out,
+    request = RunRequest(
+        target=target,
+        module=module,
+        passthrough=_after_double_dash(target),
+        output=output,
+        python=python,
+        live=live,
+        step_on=step_on,
+        fail_on_leak=fail_on_leak,
+        keep_run_dir=keep_run_dir,
         sample_interval_s=interval,
         overhead_budget=budget,
         tracemalloc=tracemalloc.value,
         fail_collector=fail_collector,
-        extra_config=extra,
+        min_bytes_per_step=min_bytes_per_step,
     )
-    detect = _detect_options(min_bytes_per_step)
-    display = commands.make_display(live, detect)
-    # Ctrl-C belongs to the target (same process group); after it, commands.finish lets a
-    # second one skip the analysis but never the record. A handler, not SIG_IGN: an ignored
-    # SIGINT would be inherited and the target would never see its KeyboardInterrupt.
-    signal.signal(signal.SIGINT, _ignore_signal)
     try:
-        outcome = runner.run(command, options, run_dir, display)
-    except launch_command.LaunchError as e:
-        shutil.rmtree(run_dir, ignore_errors=True)
+        code = run_command(request)
+    except (LaunchError, SpecError) as e:
         raise _fail(str(e)) from None
-    code, verdict = commands.finish(outcome, out, detect, keep_run_dir)
-    if code == 0 and fail_on_leak and verdict == "leak":
-        code = EXIT_LEAK
     raise typer.Exit(code)
-
-
-def _ignore_signal(signum: int, frame: object) -> None:
-    pass
-
-
-def _detect_options(min_bytes_per_step: Optional[float]) -> DetectOptions:
-    from memprobe.analysis import DetectOptions
-
-    if min_bytes_per_step is None:
-        return DetectOptions()
-    return DetectOptions(min_bytes_per_step=min_bytes_per_step)
 
 
 def _after_double_dash(target: List[str]) -> bool:

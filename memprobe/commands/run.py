@@ -6,20 +6,120 @@ import os
 import shutil
 import signal
 import sys
-from typing import Any, Dict, List, Optional, Tuple
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from rich.console import Console
 from rich.text import Text
 
 from memprobe import record as rec
+from memprobe.bootstrap.memprobe_agent import wire
 from memprobe.commands._common import stderr_console
-from memprobe.errors import EXIT_BAD_INPUT
+from memprobe.errors import EXIT_BAD_INPUT, EXIT_LEAK
+from memprobe.launch import runner
+from memprobe.launch.command import LaunchError, build_command, check_command, default_python
+from memprobe.launch.rundir import RunOptions, prepare_run_dir
 from memprobe.launch.runner import RunOutcome
+
+if TYPE_CHECKING:
+    from memprobe.analysis import DetectOptions
 from memprobe.render.fmt import fmt_bytes, headline_order, safe_text
 from memprobe.render.live import LiveDisplay, PlainDisplay
 
 # events that mean some process was not profiled: said after the verdict, not only recorded
 TROUBLE_EVENTS = ("agent_error", "wire_mismatch")
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """``memprobe run`` as parsed: what to run and how."""
+
+    target: List[str]  # the script and its arguments, or a whole command (``passthrough``)
+    module: Optional[str] = None  # -m MODULE: target holds its arguments
+    passthrough: bool = False  # ``memprobe run [OPTIONS] -- COMMAND...``
+    output: Optional[str] = None  # default: memprobe-<stem>-<time>.json
+    python: Optional[str] = None  # default: the active virtualenv's, else memprobe's own
+    live: Optional[bool] = None  # default: when stdout and stderr are a terminal
+    step_on: Optional[str] = None  # a SPEC: each return of that function is a step
+    fail_on_leak: bool = False
+    keep_run_dir: bool = False
+    sample_interval_s: float = wire.DEFAULT_SAMPLE_INTERVAL_S
+    overhead_budget: float = wire.DEFAULT_OVERHEAD_BUDGET
+    tracemalloc: str = "auto"
+    fail_collector: Optional[str] = None  # test-only, see --x-fail-collector
+    min_bytes_per_step: Optional[float] = None  # growth below this never counts as a leak
+
+
+def run_command(request: RunRequest) -> int:
+    """Run the target under memprobe, write its record, say the verdict; returns the exit
+    code. Raises LaunchError (or wire.SpecError for --step-on) when the run cannot start."""
+    out = request.output or default_output(request)
+    interpreter = request.python or default_python()
+    extra = {}
+    if request.step_on is not None:
+        wire.parse_spec(request.step_on)  # a bad SPEC fails here, not in every process
+        extra["step_on"] = request.step_on
+    command = _command(request, interpreter)
+    run_dir = prepare_run_dir(out)
+    options = RunOptions(
+        output=out,
+        sample_interval_s=request.sample_interval_s,
+        overhead_budget=request.overhead_budget,
+        tracemalloc=request.tracemalloc,
+        fail_collector=request.fail_collector,
+        extra_config=extra,
+    )
+    detect = _detect_options(request.min_bytes_per_step)  # after the checks: analysis is heavy
+    display = make_display(request.live, detect)
+    # Ctrl-C belongs to the target (same process group); after it, finish lets a second one
+    # skip the analysis but never the record. A handler, not SIG_IGN: an ignored SIGINT
+    # would be inherited and the target would never see its KeyboardInterrupt.
+    signal.signal(signal.SIGINT, _ignore_signal)
+    try:
+        outcome = runner.run(command, options, run_dir, display)
+    except LaunchError:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+    code, verdict = finish(outcome, out, detect, request.keep_run_dir)
+    if code == 0 and request.fail_on_leak and verdict == "leak":
+        code = EXIT_LEAK
+    return code
+
+
+def default_output(request: RunRequest) -> str:
+    """memprobe-<script or module>-<time>.json, here."""
+    stem = "module" if request.module else "run"
+    target = request.target
+    if request.module:
+        stem = request.module.rsplit(".", 1)[-1]
+    elif target:
+        name = target[-1 if request.passthrough else 0]
+        stem = os.path.splitext(os.path.basename(name))[0] or "run"
+    return f"memprobe-{stem}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+
+
+def _command(request: RunRequest, interpreter: str) -> List[str]:
+    """The argv to spawn, checked (LaunchError says what is wrong)."""
+    if request.passthrough:
+        command = list(request.target)
+        check_command(command, None)
+        return command
+    command = build_command(request.target, request.module, interpreter)
+    check_command(command, None if request.module else request.target[0])
+    return command
+
+
+def _ignore_signal(signum: int, frame: object) -> None:
+    pass
+
+
+def _detect_options(min_bytes_per_step: Optional[float]) -> DetectOptions:
+    from memprobe.analysis import DetectOptions
+
+    if min_bytes_per_step is None:
+        return DetectOptions()
+    return DetectOptions(min_bytes_per_step=min_bytes_per_step)
 
 
 def make_display(live: Optional[bool], detect: Any) -> Any:
@@ -36,7 +136,7 @@ def finish(outcome: RunOutcome, output: str, detect: Any, keep_run_dir: bool) ->
     """Analyse, write the record, say where it went. Returns (exit code, verdict)."""
     console = stderr_console()
     record = outcome.record
-    # SIGINT is ignored while the target runs (see cli.run); now one Ctrl-C skips the analysis
+    # SIGINT is ignored while the target runs (see run_command); now one Ctrl-C skips the analysis
     previous = signal.getsignal(signal.SIGINT)
 
     def interrupt_once(signum: int, frame: Any) -> None:
@@ -128,4 +228,4 @@ def print_summary(record: rec.RunRecord, console: Console) -> None:
         console.print(Text(f"  … {len(groups) - 4} more; see memprobe report", style="dim"))
 
 
-__all__ = ["finish", "make_display", "print_summary"]
+__all__ = ["RunRequest", "run_command", "default_output", "finish", "make_display", "print_summary"]
