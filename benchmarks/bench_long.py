@@ -20,7 +20,7 @@ RSS with it (2 KiB/step).
 
 Reported, every simulated hour: the parent's RSS (this process: the state it holds), the
 cost of one live-table update (build + render; the launcher rebuilds it at most once a
-second) and of one live-judge refresh (state.build + analysis, at most every 2 s and 5 % of
+second) and of one live-judge refresh (build_record + analysis, at most every 2 s and 5 % of
 a core), ingestion throughput. At the end:
 the wait for the analysis and the record (build + finalize + save), run.json's size, and
 the verdict of the bounded record against the verdict of a record rebuilt from the same run
