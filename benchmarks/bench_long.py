@@ -9,7 +9,7 @@ hour into a run folder the way the agents write it (``proc-<pid>.jsonl``: wire f
 ``memprobe_agent/wire.py``) and the launcher journals it (``parent.jsonl``), and read back by
 the parent's own code: ``Tailer`` -> ``RunState.ingest``/``ingest_outside`` -> the live table
 (``render.live.build_table`` with the live judge, rendered to a 120-column console) ->
-``RunState.build`` -> ``finalize`` (the analysis) -> ``record.save``. Three processes: a main
+``build_record`` -> ``finalize`` (the analysis) -> ``record.save``. Three processes: a main
 at 20 steps/s sampled every 0.1 s (RSS, heap blocks), its watched containers polled every
 0.1 s, a census every 4 s (~2 KB: types, tensors, graphs, containers, growing types), and
 two DataLoader workers sampled every 0.5 s; the parent's outside samples (RSS, USS, PSS)
@@ -20,7 +20,7 @@ RSS with it (2 KiB/step).
 
 Reported, every simulated hour: the parent's RSS (this process: the state it holds), the
 cost of one live-table update (build + render; the launcher rebuilds it at most once a
-second) and of one live-judge refresh (state.build + analysis, at most every 2 s and 5 % of
+second) and of one live-judge refresh (build_record + analysis, at most every 2 s and 5 % of
 a core), ingestion throughput. At the end:
 the wait for the analysis and the record (build + finalize + save), run.json's size, and
 the verdict of the bounded record against the verdict of a record rebuilt from the same run
@@ -55,9 +55,11 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from memprobe.bootstrap.memprobe_agent import wire  # noqa: E402
-from memprobe.collect import PARENT_FILE, RunState  # noqa: E402
+from memprobe.collect.assemble import build_record  # noqa: E402
+from memprobe.collect.journal import PARENT_FILE  # noqa: E402
+from memprobe.collect.state import RunState  # noqa: E402
+from memprobe.launch.tail import Tailer  # noqa: E402
 from memprobe.record import ExitInfo, Limits  # noqa: E402
-from memprobe.tail import Tailer  # noqa: E402
 
 STARTED_AT = 1_800_000_000.0
 MAIN, W1, W2 = 4242, 4243, 4244
@@ -349,7 +351,7 @@ def write_lines(run_dir: str, pid: int, msgs: List[Dict[str, Any]]) -> int:
 def compressed(hours: int, scenario: str, leak_from: float, full_check: bool) -> Dict[str, Any]:
     from memprobe import record as rec
     from memprobe.analysis import DetectOptions
-    from memprobe.finalize import finalize
+    from memprobe.analysis.finalize import finalize
     from memprobe.render.livejudge import LiveJudge
 
     stream = Stream(scenario, leak_from)
@@ -429,7 +431,7 @@ def compressed(hours: int, scenario: str, leak_from: float, full_check: bool) ->
         elapsed = (h + 1) * 3600.0
         table_s, judge_s = live_costs(state, judge, elapsed)
         t0 = time.perf_counter()
-        state.build(ExitInfo(), elapsed)
+        build_record(state, ExitInfo(), elapsed)
         build_s = time.perf_counter() - t0
         row = {
             "hour": h + 1,
@@ -468,7 +470,7 @@ def compressed(hours: int, scenario: str, leak_from: float, full_check: bool) ->
     )
     out = os.path.join(tmp, "run.json")
     t0 = time.perf_counter()
-    record = state.build(ExitInfo(code=0), duration)
+    record = build_record(state, ExitInfo(code=0), duration)
     t_build = time.perf_counter() - t0
     record = finalize(record, DetectOptions())
     t_analysis = time.perf_counter() - t0 - t_build
@@ -510,8 +512,8 @@ def compressed(hours: int, scenario: str, leak_from: float, full_check: bool) ->
 def full_resolution_check(run_dir: str, bounded: Any) -> Dict[str, Any]:
     """Rebuild the same run folder keeping every point and census; judge it; compare."""
     from memprobe.analysis import DetectOptions
-    from memprobe.finalize import finalize
-    from memprobe.rebuild import rebuild
+    from memprobe.analysis.finalize import finalize
+    from memprobe.collect.rebuild import rebuild
 
     t0 = time.perf_counter()
     try:

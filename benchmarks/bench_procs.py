@@ -6,7 +6,7 @@
 The target is ``many_procs.py``: R ranks (rank 0 the main process, the others started with
 multiprocessing's spawn) x (1 + W) processes, each rank forking W idle workers; 16 = 4 x 4,
 64 = 16 x 4. The parent is memprobe's own launcher, run in this process
-(``launcher.run`` with the live table rendered to /dev/null at 120 columns, live judge
+(``memprobe.launch.runner.run`` with the live table rendered to /dev/null at 120 columns, live judge
 on, or the plain progress lines with ``--display plain``), so that:
 
 - samples/s ingested: sample and census messages taken in by ``RunState.ingest``
@@ -40,7 +40,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from memprobe.bootstrap.memprobe_agent import wire  # noqa: E402
-from memprobe.collect import RunState  # noqa: E402
+from memprobe.collect.state import RunState  # noqa: E402
 
 SHAPES = {16: (4, 3), 64: (16, 3)}  # processes -> (ranks, workers per rank)
 
@@ -92,15 +92,16 @@ def file_counts(run_dir: str) -> Dict[int, Dict[str, int]]:
 def run(procs: int, seconds: float, display_kind: str) -> Dict[str, Any]:
     from rich.console import Console
 
-    from memprobe import commands, launcher
     from memprobe.analysis import DetectOptions
+    from memprobe.commands import run as commands
+    from memprobe.launch import rundir, runner
     from memprobe.render import livejudge
     from memprobe.render.live import LiveDisplay, PlainDisplay
 
     ranks, workers = SHAPES.get(procs, (max(1, procs // 4), 3))
     tmp = tempfile.mkdtemp(prefix="memprobe-procs-")
     out = os.path.join(tmp, "run.json")
-    run_dir = launcher.prepare_run_dir(out)
+    run_dir = rundir.prepare_run_dir(out)
     command = [
         sys.executable,
         str(HERE / "many_procs.py"),
@@ -132,7 +133,7 @@ def run(procs: int, seconds: float, display_kind: str) -> Dict[str, Any]:
     r0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
     try:
-        outcome = launcher.run(command, launcher.RunOptions(output=out), run_dir, display)
+        outcome = runner.run(command, rundir.RunOptions(output=out), run_dir, display)
     finally:
         probe.uninstall()
     r1 = resource.getrusage(resource.RUSAGE_SELF)

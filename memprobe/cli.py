@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import signal
 import sys
-import time
 from enum import Enum
-from typing import TYPE_CHECKING, List, Optional
+from typing import List, Optional
 
 import typer
 
@@ -19,9 +15,6 @@ from memprobe.bootstrap.memprobe_agent.wire import (
 )
 from memprobe.errors import EXIT_BAD_INPUT, EXIT_LEAK, MemprobeError
 from memprobe.record import RecordError
-
-if TYPE_CHECKING:
-    from memprobe.analysis import DetectOptions
 
 app = typer.Typer(
     add_completion=False,
@@ -136,71 +129,32 @@ def run(
     (128+N if it was killed by signal N); 40 with --fail-on-leak when it leaked; 2 when
     memprobe cannot start the run.
     """
-    from memprobe import commands, launcher
+    from memprobe.bootstrap.memprobe_agent.wire import SpecError
+    from memprobe.commands.run import RunRequest, run_command
+    from memprobe.launch.command import LaunchError
 
     target = list(target or [])
-    passthrough = _after_double_dash(target)
-    stem = "module" if module else "run"
-    if module:
-        stem = module.rsplit(".", 1)[-1]
-    elif target:
-        stem = os.path.splitext(os.path.basename(target[0 if not passthrough else -1]))[0] or "run"
-    out = output or f"memprobe-{stem}-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    interpreter = python or launcher.default_python()
-    extra = {}
-    if step_on is not None:
-        from memprobe.bootstrap.memprobe_agent.wire import SpecError, parse_spec
-
-        try:
-            parse_spec(step_on)
-        except SpecError as e:
-            raise _fail(str(e)) from None
-        extra["step_on"] = step_on
-    try:
-        if passthrough:
-            command = list(target)
-            launcher.check_command(command, None)
-        else:
-            command = launcher.build_command(target, module, interpreter)
-            launcher.check_command(command, None if module else target[0])
-        run_dir = launcher.prepare_run_dir(out)
-    except launcher.LaunchError as e:
-        raise _fail(str(e)) from None
-    options = launcher.RunOptions(
-        output=out,
+    request = RunRequest(
+        target=target,
+        module=module,
+        passthrough=_after_double_dash(target),
+        output=output,
+        python=python,
+        live=live,
+        step_on=step_on,
+        fail_on_leak=fail_on_leak,
+        keep_run_dir=keep_run_dir,
         sample_interval_s=interval,
         overhead_budget=budget,
         tracemalloc=tracemalloc.value,
         fail_collector=fail_collector,
-        extra_config=extra,
+        min_bytes_per_step=min_bytes_per_step,
     )
-    detect = _detect_options(min_bytes_per_step)
-    display = commands.make_display(live, detect)
-    # Ctrl-C belongs to the target (same process group); after it, commands.finish lets a
-    # second one skip the analysis but never the record. A handler, not SIG_IGN: an ignored
-    # SIGINT would be inherited and the target would never see its KeyboardInterrupt.
-    signal.signal(signal.SIGINT, _ignore_signal)
     try:
-        outcome = launcher.run(command, options, run_dir, display)
-    except launcher.LaunchError as e:
-        shutil.rmtree(run_dir, ignore_errors=True)
+        code = run_command(request)
+    except (LaunchError, SpecError) as e:
         raise _fail(str(e)) from None
-    code, verdict = commands.finish(outcome, out, detect, keep_run_dir)
-    if code == 0 and fail_on_leak and verdict == "leak":
-        code = EXIT_LEAK
     raise typer.Exit(code)
-
-
-def _ignore_signal(signum: int, frame: object) -> None:
-    pass
-
-
-def _detect_options(min_bytes_per_step: Optional[float]) -> DetectOptions:
-    from memprobe.analysis import DetectOptions
-
-    if min_bytes_per_step is None:
-        return DetectOptions()
-    return DetectOptions(min_bytes_per_step=min_bytes_per_step)
 
 
 def _after_double_dash(target: List[str]) -> bool:
@@ -227,10 +181,10 @@ def report(
     fmt: Fmt = typer.Option(Fmt.text, "--format", "-f", help="text, markdown or json (findings)."),
 ) -> None:
     """Show a run's verdict, findings, holders, projections and fix hints."""
-    from memprobe import commands
+    from memprobe.commands.report import report_command
 
     try:
-        commands.report_command(runs, html, fmt.value)
+        report_command(runs, html, fmt.value)
     except (RecordError, MemprobeError, OSError) as e:
         raise _fail(str(e), getattr(e, "exit_code", EXIT_BAD_INPUT)) from None
 
@@ -264,8 +218,8 @@ def diff(
 
     Exit status: 0 no regression; 3 a new or worse leak; 2 unusable input.
     """
-    from memprobe import commands
     from memprobe.analysis.compare import CompareOptions
+    from memprobe.commands.diff import diff_command
 
     options = CompareOptions(
         rel_tolerance=tolerance,
@@ -276,7 +230,7 @@ def diff(
         strict_signals=strict_signals,
     )
     try:
-        code = commands.diff_command(before, after, fmt.value, html, options)
+        code = diff_command(before, after, fmt.value, html, options)
     except (RecordError, MemprobeError, OSError) as e:
         raise _fail(str(e), getattr(e, "exit_code", EXIT_BAD_INPUT)) from None
     raise typer.Exit(code)

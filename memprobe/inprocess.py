@@ -34,7 +34,7 @@ from memprobe import __version__
 from memprobe import record as rec
 from memprobe.analysis.options import DetectOptions
 from memprobe.bootstrap.memprobe_agent import wire
-from memprobe.collect import PARENT_FILE
+from memprobe.collect.journal import PARENT_FILE
 from memprobe.errors import MemprobeError
 
 __all__ = ["Run", "TrackError", "TrackOptions", "track"]
@@ -206,7 +206,7 @@ class Run:
     # -- the journal: what the launcher writes for a child, written for ourselves ------------
 
     def _write_meta(self, run_dir: str) -> None:
-        from memprobe.limits import ram_limit
+        from memprobe.launch.limits import ram_limit
 
         ram, source = ram_limit()
         fd = os.open(os.path.join(run_dir, PARENT_FILE), os.O_WRONLY | os.O_CREAT, 0o600)
@@ -253,8 +253,8 @@ class Run:
 
 def judge(run_dir: str, detect: Optional[DetectOptions] = None) -> rec.RunRecord:
     """The record of a run folder, analysed: the very path of ``memprobe report RUN_DIR``."""
-    from memprobe.finalize import finalize
-    from memprobe.rebuild import rebuild
+    from memprobe.analysis.finalize import finalize
+    from memprobe.collect.rebuild import rebuild
 
     return finalize(rebuild(run_dir), detect)
 
@@ -262,7 +262,7 @@ def judge(run_dir: str, detect: Optional[DetectOptions] = None) -> rec.RunRecord
 def summary_text(record: rec.RunRecord, width: int = 100) -> str:
     from rich.console import Console
 
-    from memprobe.commands import print_summary
+    from memprobe.commands.run import print_summary
 
     buf = io.StringIO()
     print_summary(record, Console(file=buf, width=width, highlight=False, soft_wrap=True))

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import SCRIPTS, cli_env, is_stdlib, load, main_process, run_cli
 from memprobe.bootstrap.memprobe_agent import wire
-from memprobe.launcher import BOOTSTRAP_DIR
+from memprobe.launch.rundir import BOOTSTRAP_DIR
 
 
 def test_bootstrap_folder_holds_only_bootstrap_and_agent() -> None:
@@ -79,7 +79,8 @@ def test_parent_imports_only_the_wire_module_without_loading_the_agent() -> None
     # GIVEN a fresh interpreter that imports memprobe's parent side as the CLI does
     code = (
         "import sys, json\n"
-        "import memprobe.launcher, memprobe.commands, memprobe.collect\n"
+        "import memprobe.launch.runner, memprobe.commands.run, memprobe.commands.report\n"
+        "import memprobe.commands.diff, memprobe.collect.rebuild, memprobe.collect.merge\n"
         "print(json.dumps(sorted(m for m in sys.modules if 'memprobe_agent' in m)))\n"
     )
     out = subprocess.run(

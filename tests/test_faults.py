@@ -28,8 +28,8 @@ from faultutil import (
 )
 
 from conftest import cli_env, load, run_cli, validate
-from memprobe.limits import oom_kill_count
-from memprobe.rebuild import rebuild
+from memprobe.collect.rebuild import rebuild
+from memprobe.launch.limits import oom_kill_count
 
 pytestmark = pytest.mark.slow  # end to end: the real CLI as a subprocess
 
@@ -198,7 +198,7 @@ def test_memprobe_sigkilled_target_runs_on_and_the_folder_rebuilds(
     rep = run_cli(["report", str(run_dir), "--format", "json"], cwd=tmp_path, timeout=60)
     assert rep.returncode == 0, rep.stderr
     assert "Traceback" not in rep.stderr
-    from memprobe.rebuild import rebuild
+    from memprobe.collect.rebuild import rebuild
 
     record = rebuild(str(run_dir)).to_json()
     validate(record, schema)
@@ -287,7 +287,7 @@ def test_sigkill_summary_says_what_is_known_of_the_oom_killer(oom: object, words
     from recordgen import make_record
     from rich.console import Console
 
-    from memprobe.commands import print_summary
+    from memprobe.commands.run import print_summary
     from memprobe.record import ExitInfo
     from memprobe.render._common import exit_text
 

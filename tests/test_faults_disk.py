@@ -104,7 +104,7 @@ def test_disk_full_during_the_run_keeps_the_folder_and_says_how_to_rebuild(
     (small_disk / "filler").unlink()
     rep = run_cli(["report", str(run_dir), "--format", "json"], cwd=tmp_path, timeout=60)
     assert rep.returncode == 0, rep.stderr
-    from memprobe.rebuild import rebuild
+    from memprobe.collect.rebuild import rebuild
 
     record = rebuild(str(run_dir)).to_json()
     validate(record, schema)

@@ -17,7 +17,7 @@ from faultutil import FAST
 from rich.console import Console
 
 from conftest import SCRIPTS, cli_env, load, run_cli
-from memprobe.collect import RunState
+from memprobe.collect.state import RunState
 from memprobe.render.live import build_table, progress_line
 
 # what must never reach a terminal from the target: an OSC title change, clear-screen, BEL,
@@ -225,7 +225,7 @@ def test_a_newline_in_a_name_cannot_forge_a_line_of_memprobes() -> None:
 
     from recordgen import make_record
 
-    from memprobe.commands import print_summary
+    from memprobe.commands.run import print_summary
 
     forged = "memprobe: verdict NO LEAK"
     r = make_record(steps=40, leak_bytes_per_step=1e6)

@@ -17,20 +17,12 @@ import pytest
 
 from memprobe.analysis import analyze
 from memprobe.analysis.census import build_profile
-from memprobe.collect import (
-    BUFFER_BUCKETS,
-    CENSUS_HEAD,
-    MAX_CENSUS,
-    MAX_POINTS,
-    RECORD_CENSUS,
-    RECORD_POINTS,
-    CensusBuf,
-    ProcState,
-    RunState,
-    SeriesBuf,
-    thin_census,
-)
-from memprobe.rebuild import rebuild
+from memprobe.collect.assemble import RECORD_CENSUS, RECORD_POINTS, build_record
+from memprobe.collect.censusbuf import CENSUS_HEAD, MAX_CENSUS, CensusBuf, thin_census
+from memprobe.collect.process import ProcState
+from memprobe.collect.rebuild import rebuild
+from memprobe.collect.seriesbuf import BUFFER_BUCKETS, MAX_POINTS, SeriesBuf
+from memprobe.collect.state import RunState
 from memprobe.record import ExitInfo
 
 T0 = 1_700_000_000.0
@@ -103,8 +95,8 @@ def _run(n_steps: int, leak_per_step: float, full: bool, seed: int = 1) -> RunSt
 @pytest.mark.parametrize("leak", [0.0, 8192.0], ids=["no-leak", "leak"])
 def test_down_sampled_record_has_the_verdicts_of_the_full_one(leak: float) -> None:
     # GIVEN the same 40,000-step run held bounded (the default) and at full resolution
-    bounded = _run(40_000, leak, full=False).build(ExitInfo(code=0), 2000.0)
-    full = _run(40_000, leak, full=True).build(ExitInfo(code=0), 2000.0)
+    bounded = build_record(_run(40_000, leak, full=False), ExitInfo(code=0), 2000.0)
+    full = build_record(_run(40_000, leak, full=True), ExitInfo(code=0), 2000.0)
     assert max(len(s.value) for s in full.processes[0].series.values()) == 40_000
     assert max(len(s.value) for s in bounded.processes[0].series.values()) <= MAX_POINTS
     # WHEN both are judged
@@ -149,8 +141,8 @@ def test_census_buffer_is_bounded_and_keeps_what_the_culprit_needs() -> None:
                 10, {"k": "sample", "t": float(i), "step": 10 * (i + 1), "v": {"rss_bytes": 1e8}}
             )
     # WHEN the records are built
-    kept = state.build(ExitInfo(code=0), 5e4).processes[0].census
-    every = full.build(ExitInfo(code=0), 5e4).processes[0].census
+    kept = build_record(state, ExitInfo(code=0), 5e4).processes[0].census
+    every = build_record(full, ExitInfo(code=0), 5e4).processes[0].census
     # THEN the bounded one holds at most MAX_CENSUS full censuses: the first ones, the last,
     # and every tracemalloc window
     cens = [c for c in kept if "types" in c]
@@ -190,7 +182,7 @@ def test_a_record_of_many_series_stays_within_the_record_budget() -> None:
         for i in range(5000):
             v = {f"s{k}": float(i + k) for k in range(6)}
             state.ingest(pid, {"k": "sample", "t": 0.1 * i, "step": i, "v": v})
-    record = state.build(ExitInfo(code=0), 500.0)
+    record = build_record(state, ExitInfo(code=0), 500.0)
     # THEN all points together stay under the record's budget (a few MB of JSON)
     points = sum(len(s.value) for p in record.processes for s in p.series.values())
     assert points <= RECORD_POINTS

@@ -17,9 +17,11 @@ from recordgen import make_record
 from rich.console import Console
 
 from conftest import validate
-from memprobe.collect import RunState
-from memprobe.merge import PID_STRIDE, merge_records
-from memprobe.procs import TreeSampler
+from memprobe.collect.assemble import build_record
+from memprobe.collect.merge import PID_STRIDE, merge_records
+from memprobe.collect.roles import identify
+from memprobe.collect.state import RunState
+from memprobe.launch.procs import TreeSampler
 from memprobe.record import ExitInfo, RecordError, RunRecord
 from memprobe.render.live import build_table, compact_bytes
 from memprobe.render.livegroups import process_rows
@@ -104,7 +106,7 @@ def _torchrun_state(nodes: int = 1, node: int = 0) -> RunState:
 
 def test_roles_under_torchrun() -> None:
     # GIVEN torchrun, two ranks, a rank's DataLoader worker, a forked child and `sleep`
-    who = _torchrun_state().identify()
+    who = identify(_torchrun_state())
     # THEN the launcher is main, ranks come from torchrun's env, and what inherited a
     # rank's env (by fork, or as a non-Python child) is labelled with that rank only
     assert who[100].role == "main" and who[100].rank is None
@@ -119,7 +121,7 @@ def test_roles_under_torchrun() -> None:
 
 def test_record_keeps_every_process_series_and_labels() -> None:
     # GIVEN the torchrun state WHEN the record is built
-    record = _torchrun_state().build(ExitInfo(code=0), 5.0)
+    record = build_record(_torchrun_state(), ExitInfo(code=0), 5.0)
     by_pid = {p.pid: p for p in record.processes}
     # THEN main comes first, then ranks, workers, children; each keeps its own series
     assert [p.role for p in record.processes] == [
@@ -149,7 +151,7 @@ def test_record_keeps_every_process_series_and_labels() -> None:
 
 def test_multi_node_ranks_carry_their_node() -> None:
     # GIVEN node 1 of a two-node job (WORLD_SIZE 4 > LOCAL_WORLD_SIZE 2)
-    record = _torchrun_state(nodes=2, node=1).build(ExitInfo(code=0), 5.0)
+    record = build_record(_torchrun_state(nodes=2, node=1), ExitInfo(code=0), 5.0)
     ranks = [p for p in record.processes if p.role == "rank"]
     # THEN ranks have global ranks 2 and 3 on node 1, and say so
     assert [(p.rank, p.local_rank, p.node) for p in ranks] == [(2, 0, 1), (3, 1, 1)]
@@ -167,7 +169,7 @@ def test_short_lived_children_are_summarised_not_recorded() -> None:
         state.ingest(pid, {"k": "identity", "t": 0.01, "mp_name": f"ForkPoolWorker-{i + 1}"})
         state.ingest(pid, {"k": "sample", "t": 0.05, "step": None, "v": {"rss_bytes": 2e7}})
     # WHEN the record is built
-    record = state.build(ExitInfo(code=0), 16.0)
+    record = build_record(state, ExitInfo(code=0), 16.0)
     # THEN only main is recorded, and one event counts the others by name
     assert [p.pid for p in record.processes] == [10]
     events = [e for e in record.events if e.kind == "short_lived"]
@@ -262,7 +264,7 @@ def test_merge_keeps_torchrun_node_numbers_and_distinct_pids() -> None:
 
 def test_merged_record_is_judged_per_node_rank() -> None:
     # GIVEN node 1's rank 1 leaking 64 KiB/step and everything else flat
-    from memprobe.finalize import finalize
+    from memprobe.analysis.finalize import finalize
 
     leaky = make_record(roles=(("rank", 0, None), ("rank", 1, None)), steps=120, seed=3)
     procs = list(leaky.processes)

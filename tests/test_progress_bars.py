@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memprobe.collect import RunState
+from memprobe.collect.state import RunState
 from memprobe.render.live import PlainDisplay
 
 SCRIPTS = Path(__file__).parent / "scripts"

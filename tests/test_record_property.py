@@ -21,9 +21,10 @@ from hypothesis import strategies as st
 
 from memprobe import record as rec
 from memprobe.bootstrap.memprobe_agent import wire
-from memprobe.collect import PARENT_FILE
-from memprobe.rebuild import rebuild
-from memprobe.tail import Tailer
+from memprobe.collect.journal import PARENT_FILE
+from memprobe.collect.rebuild import rebuild
+from memprobe.launch.tail import Tailer
+from memprobe.record.files import _finite
 
 SETTINGS = settings(
     max_examples=100,
@@ -397,6 +398,6 @@ def test_rebuild_from_hostile_lines(
             return
     _well_typed(r)
     # and what a rebuild gives is a record that saves and loads
-    text = json.dumps(rec._finite(r.to_json()), allow_nan=False)
+    text = json.dumps(_finite(r.to_json()), allow_nan=False)
     assert rec.RunRecord.from_json(json.loads(text)) is not None
     assume(math.isfinite(r.duration_s))

@@ -11,8 +11,10 @@ from typing import Any, Dict, List
 import pytest
 
 from memprobe.bootstrap.memprobe_agent import wire
-from memprobe.collect import PARENT_FILE, RunState
-from memprobe.rebuild import rebuild
+from memprobe.collect.assemble import build_record
+from memprobe.collect.journal import PARENT_FILE
+from memprobe.collect.rebuild import rebuild
+from memprobe.collect.state import RunState
 from memprobe.record import ExitInfo
 
 
@@ -33,7 +35,7 @@ def test_a_header_of_another_wire_version_leaves_that_process_out() -> None:
         state.ingest(pid, _header(pid, version))
         for m in _samples(20):
             state.ingest(pid, m)
-    record = state.build(ExitInfo(code=0), 2.0)
+    record = build_record(state, ExitInfo(code=0), 2.0)
     # THEN only the first is read, and an event says why the other is not
     assert [p.pid for p in record.processes] == [10]
     mismatch = [e for e in record.events if e.kind == "wire_mismatch"]
@@ -49,7 +51,7 @@ def test_a_header_without_a_version_is_read_as_this_one() -> None:
     state.ingest(10, header)
     for m in _samples(20):
         state.ingest(10, m)
-    record = state.build(ExitInfo(code=0), 2.0)
+    record = build_record(state, ExitInfo(code=0), 2.0)
     assert [p.pid for p in record.processes] == [10]
     assert not [e for e in record.events if e.kind == "wire_mismatch"]
 

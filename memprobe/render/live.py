@@ -20,7 +20,8 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from memprobe.collect import ProcState, RunState
+from memprobe.collect.process import ProcState
+from memprobe.collect.state import RunState
 from memprobe.render.fmt import fmt_bytes, safe_text, sparkline
 from memprobe.render.livegroups import Row, process_rows
 

@@ -16,7 +16,10 @@ from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Set, Tuple
 
 from memprobe.bootstrap.memprobe_agent import wire
-from memprobe.collect import GONE_AFTER_S, ProcState, RunState, Who
+from memprobe.collect.assemble import short_lived
+from memprobe.collect.process import GONE_AFTER_S, ProcState
+from memprobe.collect.roles import Who, identify
+from memprobe.collect.state import RunState
 
 USS = "uss_bytes"
 # (pid, signal) -> (verdict, rate text), as the live judge gives them
@@ -56,14 +59,14 @@ def process_rows(
     state: RunState, verdicts: Optional[Verdicts] = None, max_rows: int = 16
 ) -> List[Row]:
     """Rows for every process worth showing; at most ``max_rows`` process rows."""
-    who = state.identify()
+    who = identify(state)
     shown: List[Tuple[ProcState, Who]] = []
     hidden = 0
     for p in state.procs.values():
         w = who[p.pid]
         if not len(p.rss()):
             continue
-        if state.short_lived(p, w):
+        if short_lived(p, w):
             hidden += 1
             continue
         shown.append((p, w))

@@ -15,7 +15,8 @@ from typing import Any, List, Optional
 
 from rich.text import Text
 
-from memprobe.collect import RunState
+from memprobe.collect.assemble import build_record
+from memprobe.collect.state import RunState
 from memprobe.record import ExitInfo
 from memprobe.render.fmt import headline_order, safe_text
 from memprobe.render.live import VERDICT_STYLE, SignalRow, Verdicts
@@ -44,8 +45,8 @@ class LiveJudge:
         from memprobe.analysis.findings import projection_text, rate_text
         from memprobe.analysis.grouping import group_findings
 
-        record = state.build(
-            ExitInfo(), duration_s=max(0.0, time.time() - state.started_at), compact=False
+        record = build_record(
+            state, ExitInfo(), duration_s=max(0.0, time.time() - state.started_at), compact=False
         )
         result = analyze(record, self.detect)
         cost = time.monotonic() - now

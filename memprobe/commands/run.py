@@ -1,4 +1,4 @@
-"""The core function behind each CLI command (the CLI only parses and maps exit codes)."""
+"""``memprobe run``: launch the target, then analyse, write and summarise its record."""
 
 from __future__ import annotations
 
@@ -6,14 +6,24 @@ import os
 import shutil
 import signal
 import sys
-from typing import Any, Callable, Dict, List, Optional, Tuple
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from rich.console import Console
 from rich.text import Text
 
 from memprobe import record as rec
-from memprobe.errors import EXIT_BAD_INPUT, MemprobeError
-from memprobe.launcher import RunOutcome
+from memprobe.bootstrap.memprobe_agent import wire
+from memprobe.commands._common import stderr_console
+from memprobe.errors import EXIT_BAD_INPUT, EXIT_LEAK
+from memprobe.launch import runner
+from memprobe.launch.command import LaunchError, build_command, check_command, default_python
+from memprobe.launch.rundir import RunOptions, prepare_run_dir
+from memprobe.launch.runner import RunOutcome
+
+if TYPE_CHECKING:
+    from memprobe.analysis import DetectOptions
 from memprobe.render.fmt import fmt_bytes, headline_order, safe_text
 from memprobe.render.live import LiveDisplay, PlainDisplay
 
@@ -21,8 +31,95 @@ from memprobe.render.live import LiveDisplay, PlainDisplay
 TROUBLE_EVENTS = ("agent_error", "wire_mismatch")
 
 
-def _stderr_console() -> Console:
-    return Console(stderr=True, highlight=False, soft_wrap=True)
+@dataclass(frozen=True)
+class RunRequest:
+    """``memprobe run`` as parsed: what to run and how."""
+
+    target: List[str]  # the script and its arguments, or a whole command (``passthrough``)
+    module: Optional[str] = None  # -m MODULE: target holds its arguments
+    passthrough: bool = False  # ``memprobe run [OPTIONS] -- COMMAND...``
+    output: Optional[str] = None  # default: memprobe-<stem>-<time>.json
+    python: Optional[str] = None  # default: the active virtualenv's, else memprobe's own
+    live: Optional[bool] = None  # default: when stdout and stderr are a terminal
+    step_on: Optional[str] = None  # a SPEC: each return of that function is a step
+    fail_on_leak: bool = False
+    keep_run_dir: bool = False
+    sample_interval_s: float = wire.DEFAULT_SAMPLE_INTERVAL_S
+    overhead_budget: float = wire.DEFAULT_OVERHEAD_BUDGET
+    tracemalloc: str = "auto"
+    fail_collector: Optional[str] = None  # test-only, see --x-fail-collector
+    min_bytes_per_step: Optional[float] = None  # growth below this never counts as a leak
+
+
+def run_command(request: RunRequest) -> int:
+    """Run the target under memprobe, write its record, say the verdict; returns the exit
+    code. Raises LaunchError (or wire.SpecError for --step-on) when the run cannot start."""
+    out = request.output or default_output(request)
+    interpreter = request.python or default_python()
+    extra = {}
+    if request.step_on is not None:
+        wire.parse_spec(request.step_on)  # a bad SPEC fails here, not in every process
+        extra["step_on"] = request.step_on
+    command = _command(request, interpreter)
+    run_dir = prepare_run_dir(out)
+    options = RunOptions(
+        output=out,
+        sample_interval_s=request.sample_interval_s,
+        overhead_budget=request.overhead_budget,
+        tracemalloc=request.tracemalloc,
+        fail_collector=request.fail_collector,
+        extra_config=extra,
+    )
+    detect = _detect_options(request.min_bytes_per_step)  # after the checks: analysis is heavy
+    display = make_display(request.live, detect)
+    # Ctrl-C belongs to the target (same process group); after it, finish lets a second one
+    # skip the analysis but never the record. A handler, not SIG_IGN: an ignored SIGINT
+    # would be inherited and the target would never see its KeyboardInterrupt.
+    signal.signal(signal.SIGINT, _ignore_signal)
+    try:
+        outcome = runner.run(command, options, run_dir, display)
+    except LaunchError:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+    code, verdict = finish(outcome, out, detect, request.keep_run_dir)
+    if code == 0 and request.fail_on_leak and verdict == "leak":
+        code = EXIT_LEAK
+    return code
+
+
+def default_output(request: RunRequest) -> str:
+    """memprobe-<script or module>-<time>.json, here."""
+    stem = "module" if request.module else "run"
+    target = request.target
+    if request.module:
+        stem = request.module.rsplit(".", 1)[-1]
+    elif target:
+        name = target[-1 if request.passthrough else 0]
+        stem = os.path.splitext(os.path.basename(name))[0] or "run"
+    return f"memprobe-{stem}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+
+
+def _command(request: RunRequest, interpreter: str) -> List[str]:
+    """The argv to spawn, checked (LaunchError says what is wrong)."""
+    if request.passthrough:
+        command = list(request.target)
+        check_command(command, None)
+        return command
+    command = build_command(request.target, request.module, interpreter)
+    check_command(command, None if request.module else request.target[0])
+    return command
+
+
+def _ignore_signal(signum: int, frame: object) -> None:
+    pass
+
+
+def _detect_options(min_bytes_per_step: Optional[float]) -> DetectOptions:
+    from memprobe.analysis import DetectOptions
+
+    if min_bytes_per_step is None:
+        return DetectOptions()
+    return DetectOptions(min_bytes_per_step=min_bytes_per_step)
 
 
 def make_display(live: Optional[bool], detect: Any) -> Any:
@@ -32,14 +129,14 @@ def make_display(live: Optional[bool], detect: Any) -> Any:
         return PlainDisplay()
     from memprobe.render import livejudge
 
-    return LiveDisplay(_stderr_console(), judge=livejudge.make(detect))
+    return LiveDisplay(stderr_console(), judge=livejudge.make(detect))
 
 
 def finish(outcome: RunOutcome, output: str, detect: Any, keep_run_dir: bool) -> Tuple[int, str]:
     """Analyse, write the record, say where it went. Returns (exit code, verdict)."""
-    console = _stderr_console()
+    console = stderr_console()
     record = outcome.record
-    # SIGINT is ignored while the target runs (see cli.run); now one Ctrl-C skips the analysis
+    # SIGINT is ignored while the target runs (see run_command); now one Ctrl-C skips the analysis
     previous = signal.getsignal(signal.SIGINT)
 
     def interrupt_once(signum: int, frame: Any) -> None:
@@ -48,7 +145,7 @@ def finish(outcome: RunOutcome, output: str, detect: Any, keep_run_dir: bool) ->
 
     signal.signal(signal.SIGINT, interrupt_once)
     try:
-        from memprobe.finalize import finalize  # scipy: only once there is a run
+        from memprobe.analysis.finalize import finalize  # scipy: only once there is a run
 
         record = finalize(record, detect)
     except KeyboardInterrupt:
@@ -131,100 +228,4 @@ def print_summary(record: rec.RunRecord, console: Console) -> None:
         console.print(Text(f"  … {len(groups) - 4} more; see memprobe report", style="dim"))
 
 
-def load_run(path: str) -> rec.RunRecord:
-    """A run.json, or a run folder rebuilt (and analysed) from its per-process files."""
-    if os.path.isdir(path):
-        from memprobe.rebuild import rebuild
-
-        record = rebuild(path)
-        try:
-            from memprobe.finalize import finalize
-
-            return finalize(record)
-        except Exception as e:  # noqa: BLE001 - a rebuilt run must still show its raw series
-            _stderr_console().print(
-                safe_text(
-                    f"memprobe: analysis failed ({type(e).__name__}: {e}); "
-                    "showing the raw series only",
-                    style="yellow",
-                )
-            )
-            return record
-    return rec.load(path)
-
-
-def _write_text(path: str, text: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise MemprobeError(f"cannot write {path}: folder {directory} does not exist")
-    tmp = path + ".tmp"
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError as e:
-        raise MemprobeError(f"cannot write {path}: {e.strerror or e}") from None
-
-
-def report_command(paths: List[str], html: Optional[str], fmt: str) -> None:
-    records = [load_run(p) for p in paths]  # before the heavy imports: bad input fails fast
-    if len(records) == 1:
-        record = records[0]
-    else:
-        from memprobe.finalize import finalize
-        from memprobe.merge import merge_records
-
-        record = finalize(merge_records(records))
-    from memprobe.render import report
-
-    if html is not None:
-        from memprobe.render.html import report_html
-
-        _write_text(html, report_html(record))
-    _emit(
-        fmt,
-        lambda: report.report_markdown(record),
-        lambda: report.report_json(record),
-        lambda console: report.render_report(record, console),
-    )
-    if html is not None:
-        _stderr_console().print(safe_text(f"memprobe: HTML report → {html}", style="dim"))
-
-
-def diff_command(
-    before: str, after: str, fmt: str, html: Optional[str], options: Optional[Any] = None
-) -> int:
-    a, b = load_run(before), load_run(after)
-    from memprobe.analysis import compare
-    from memprobe.render import diffview
-
-    result = compare.compare(a, b, options or compare.CompareOptions())
-    if html is not None:
-        from memprobe.render.html import diff_html
-
-        _write_text(html, diff_html(result))
-    _emit(
-        fmt,
-        lambda: diffview.diff_markdown(result),
-        lambda: diffview.diff_json(result),
-        lambda console: diffview.render_diff(result, console),
-    )
-    return int(compare.diff_exit_code(result))
-
-
-def _emit(
-    fmt: str,
-    markdown: Callable[[], str],
-    json: Callable[[], str],
-    render: Callable[[Console], None],
-) -> None:
-    """The report or diff on stdout in the format asked for (text: rendered by Rich)."""
-    if fmt == "markdown":
-        sys.stdout.write(markdown())
-    elif fmt == "json":
-        sys.stdout.write(json())
-    else:
-        render(Console(highlight=False))
-
-
-__all__ = ["finish", "make_display", "report_command", "diff_command", "load_run", "EXIT_BAD_INPUT"]
+__all__ = ["RunRequest", "run_command", "default_output", "finish", "make_display", "print_summary"]

@@ -49,48 +49,20 @@ def merge_records(records: Sequence[RunRecord]) -> RunRecord:
     if len(records) == 1:
         return _strip_analysis(records[0])
     t0 = min(r.started_at for r in records)
-    nodes = _node_numbers(records)
     taken: Set[int] = set()
     processes: List[Process] = []
     events: List[Event] = []
     marks: List[Mark] = []
-    for i, (rec, node) in enumerate(zip(records, nodes)):
-        shift_t = rec.started_at - t0
+    for i, (rec, node) in enumerate(zip(records, _node_numbers(records))):
         pids = {p.pid for p in rec.processes}
         offset = i * PID_STRIDE if pids & taken else 0
         taken |= {pid + offset for pid in pids}
-        for p in rec.processes:
-            processes.append(
-                dataclasses.replace(
-                    p,
-                    pid=p.pid + offset,
-                    parent_pid=_shift_pid(p.parent_pid, offset),
-                    node=p.node if p.node is not None else node,
-                    series={k: _shift_series(s, shift_t) for k, s in p.series.items()},
-                    census=[
-                        {**c, "t": c["t"] + shift_t} if isinstance(c.get("t"), (int, float)) else c
-                        for c in p.census
-                    ],
-                )
-            )
-        events.extend(
-            dataclasses.replace(e, t=e.t + shift_t, pid=_shift_pid(e.pid, offset))
-            for e in rec.events
-        )
+        shift_t = rec.started_at - t0
+        processes.extend(_shift_process(p, node, offset, shift_t) for p in rec.processes)
+        events.extend(_node_events(rec, node, offset, shift_t))
         marks.extend(
             dataclasses.replace(m, t=m.t + shift_t, pid=_shift_pid(m.pid, offset))
             for m in rec.marks
-        )
-        what = " ".join(rec.command)[:200]
-        events.append(
-            Event(
-                t=shift_t,
-                pid=None,
-                kind="merged",
-                message=f"node {node}: {len(rec.processes)} process(es) from "
-                f"`{what}` (started {shift_t:+.1f} s)"
-                + (f"; its pids are shown + {offset}" if offset else ""),
-            )
         )
     end = max(r.started_at + r.duration_s for r in records)
     first = records[0]
@@ -107,6 +79,41 @@ def merge_records(records: Sequence[RunRecord]) -> RunRecord:
         memprobe_version=first.memprobe_version,
         marks=sorted(marks, key=lambda m: m.t),
     )
+
+
+def _shift_process(p: Process, node: int, offset: int, shift_t: float) -> Process:
+    """``p`` on the merged clock, its pids shifted by ``offset``, on ``node`` unless it
+    says its own."""
+    return dataclasses.replace(
+        p,
+        pid=p.pid + offset,
+        parent_pid=_shift_pid(p.parent_pid, offset),
+        node=p.node if p.node is not None else node,
+        series={k: _shift_series(s, shift_t) for k, s in p.series.items()},
+        census=[
+            {**c, "t": c["t"] + shift_t} if isinstance(c.get("t"), (int, float)) else c
+            for c in p.census
+        ],
+    )
+
+
+def _node_events(rec: RunRecord, node: int, offset: int, shift_t: float) -> List[Event]:
+    """``rec``'s events on the merged clock, and one that says where its processes came from."""
+    events = [
+        dataclasses.replace(e, t=e.t + shift_t, pid=_shift_pid(e.pid, offset)) for e in rec.events
+    ]
+    what = " ".join(rec.command)[:200]
+    events.append(
+        Event(
+            t=shift_t,
+            pid=None,
+            kind="merged",
+            message=f"node {node}: {len(rec.processes)} process(es) from "
+            f"`{what}` (started {shift_t:+.1f} s)"
+            + (f"; its pids are shown + {offset}" if offset else ""),
+        )
+    )
+    return events
 
 
 def _node_numbers(records: Sequence[RunRecord]) -> List[int]:

@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import heapq
 import os
+from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from memprobe.bootstrap.memprobe_agent import wire
-from memprobe.collect import MAX_POINTS, PARENT_FILE, RunState, _num, _opt_int
+from memprobe.collect.assemble import build_record
+from memprobe.collect.coerce import num, opt_int
+from memprobe.collect.journal import K_META, K_OUTSIDE, PARENT_FILE
+from memprobe.collect.seriesbuf import MAX_POINTS
+from memprobe.collect.state import RunState
 from memprobe.record import ExitInfo, Limits, RecordError, RunRecord
 
 CHUNK = 4 * 1024 * 1024
@@ -28,83 +33,106 @@ def rebuild(run_dir: str, max_points: Optional[int] = MAX_POINTS) -> RunRecord:
     procs = list(wire.iter_proc_files(run_dir))
     if not os.path.exists(parent_path) and not procs:
         raise RecordError(f"{run_dir} holds no memprobe run (no {PARENT_FILE}, no proc-*.jsonl)")
-    meta: Dict[str, Any] = {}
-    exit_msg: Dict[str, Any] = {}
-    outside = 0
-    parent_events: List[Dict[str, Any]] = []
-    has_parent = os.path.exists(parent_path)
-    if has_parent:
-        for m in _messages(parent_path, [0]):
-            if m["k"] == "meta":
-                meta = m
-            elif m["k"] == "outside":
-                outside += 1  # read again below, once the processes are known
-            elif m["k"] == wire.K_EVENT:
-                parent_events.append(m)
-            elif m["k"] == wire.K_EXIT:
-                exit_msg = m
-    started_at = _num(meta.get("started_at"))
+    journal = _read_journal(parent_path)
+    state = _new_state(journal.meta, procs, max_points)
+    _replay(state, procs, parent_path if journal.outside else None)
+    readable = any(p.has_agent or p.series for p in state.procs.values())
+    if not (journal.meta or journal.exit or journal.outside or readable):
+        raise RecordError(
+            f"{run_dir} holds no readable memprobe data ({state.garbage_lines} unreadable line(s))"
+        )
+    for m in journal.events:
+        state.event(
+            num(m.get("t")), opt_int(m.get("pid")), str(m.get("kind")), str(m.get("message"))
+        )
+    exit, duration = _exit(state, journal.exit)
+    if not state.command:
+        state.command = _first_argv(state)
+    state.agent_errors(run_dir, duration)
+    return build_record(state, exit, duration)
+
+
+@dataclass
+class _JournalLines:
+    """What the parent's journal says, outside samples aside (replayed with the agents')."""
+
+    meta: Dict[str, Any] = field(default_factory=dict)
+    exit: Dict[str, Any] = field(default_factory=dict)
+    outside: int = 0  # outside samples in it
+    events: List[Dict[str, Any]] = field(default_factory=list)
+
+
+def _read_journal(path: str) -> _JournalLines:
+    out = _JournalLines()
+    if not os.path.exists(path):
+        return out
+    for m in _messages(path, [0]):
+        if m["k"] == K_META:
+            out.meta = m
+        elif m["k"] == K_OUTSIDE:
+            out.outside += 1  # read again by _replay, once the processes are known
+        elif m["k"] == wire.K_EVENT:
+            out.events.append(m)
+        elif m["k"] == wire.K_EXIT:
+            out.exit = m
+    return out
+
+
+def _new_state(
+    meta: Dict[str, Any], procs: List[Tuple[int, str]], max_points: Optional[int]
+) -> RunState:
+    started_at = num(meta.get("started_at"))
     if not started_at:  # no journal: the earliest process start, as ingest needs it now
-        walls = [_num(_first_message(path).get("wall_t0")) for _, path in procs]
+        walls = [num(_first_message(path).get("wall_t0")) for _, path in procs]
         started_at = min((w for w in walls if w), default=0.0)
-    state = RunState(
-        command=[str(a) for a in meta.get("command", [])]
-        if isinstance(meta.get("command"), list)
-        else [],
+    command = meta.get("command")
+    return RunState(
+        command=[str(a) for a in command] if isinstance(command, list) else [],
         cwd=str(meta.get("cwd", "")),
         started_at=started_at,
         limits=_limits(meta.get("limits")),
         max_points=max_points,
     )
-    last_t = 0.0
-    # every file at once, in time order, as the launcher saw them: an outside sample (USS,
-    # PSS) is stamped with the step its process had reached at that moment
+
+
+def _replay(state: RunState, procs: List[Tuple[int, str]], parent_path: Optional[str]) -> None:
+    """Every file at once, in time order, as the launcher saw them: an outside sample (USS,
+    PSS) is stamped with the step its process had reached at that moment."""
     bads = [[0] for _ in procs]
     streams = [
-        _timed(_messages(path, bad), started_at, pid) for (pid, path), bad in zip(procs, bads)
+        _timed(_messages(path, bad), state.started_at, pid) for (pid, path), bad in zip(procs, bads)
     ]
-    if outside:
+    if parent_path is not None:
         streams.append(_timed(_messages(parent_path, [0]), 0.0, None))
     for _, pid, m in heapq.merge(*streams, key=lambda item: item[0]):
         if pid is not None:
             state.ingest(pid, m)
-        elif m["k"] == "outside" and isinstance(m.get("pid"), int) and isinstance(m.get("v"), dict):
+        elif m["k"] == K_OUTSIDE and isinstance(m.get("pid"), int) and isinstance(m.get("v"), dict):
             argv = m.get("argv") if isinstance(m.get("argv"), list) else None
-            state.ingest_outside(m["pid"], _num(m.get("t")), m["v"], _opt_int(m.get("ppid")), argv)
+            state.ingest_outside(m["pid"], num(m.get("t")), m["v"], opt_int(m.get("ppid")), argv)
     state.garbage_lines += sum(b[0] for b in bads)
-    readable = any(p.has_agent or p.series for p in state.procs.values())
-    if not (meta or exit_msg or outside or readable):
-        raise RecordError(
-            f"{run_dir} holds no readable memprobe data ({state.garbage_lines} unreadable line(s))"
-        )
-    for m in parent_events:
-        state.event(
-            _num(m.get("t")), _opt_int(m.get("pid")), str(m.get("kind")), str(m.get("message"))
-        )
-    for p in state.procs.values():
-        last_t = max(last_t, p.last_t)
+
+
+def _exit(state: RunState, exit_msg: Dict[str, Any]) -> Tuple[ExitInfo, float]:
+    """The exit the journal recorded and the run's duration; without one (the parent did not
+    finish), an unknown exit at the last sample, and an event that says so."""
+    last_t = max([0.0] + [p.last_t for p in state.procs.values()])
     if exit_msg:
         oom = exit_msg.get("oom_killed")
         exit = ExitInfo(
-            code=_opt_int(exit_msg.get("code")),
-            signal=_opt_int(exit_msg.get("signal")),
+            code=opt_int(exit_msg.get("code")),
+            signal=opt_int(exit_msg.get("signal")),
             oom_killed=oom if isinstance(oom, bool) else None,
         )
-        duration = _num(exit_msg.get("duration_s"), last_t) or last_t
-    else:
-        exit = ExitInfo()
-        duration = last_t
-        state.event(
-            last_t,
-            None,
-            "rebuilt",
-            "the memprobe parent did not finish this run; rebuilt from the run folder "
-            "(exit status unknown)",
-        )
-    if not state.command:
-        state.command = _first_argv(state)
-    state.agent_errors(run_dir, duration)
-    return state.build(exit, duration)
+        return exit, num(exit_msg.get("duration_s"), last_t) or last_t
+    state.event(
+        last_t,
+        None,
+        "rebuilt",
+        "the memprobe parent did not finish this run; rebuilt from the run folder "
+        "(exit status unknown)",
+    )
+    return ExitInfo(), last_t
 
 
 def _timed(
@@ -116,7 +144,7 @@ def _timed(
     last = float("-inf")
     for m in messages:
         if pid is not None and m["k"] == wire.K_HEADER:
-            wall = _num(m.get("wall_t0"))
+            wall = num(m.get("wall_t0"))
             base = wall - started_at if wall else 0.0
             yield last, pid, m
             continue
@@ -165,9 +193,9 @@ def _limits(raw: Any) -> Limits:
         return Limits()
     gpu = raw.get("gpu_bytes")
     return Limits(
-        ram_bytes=_opt_int(raw.get("ram_bytes")),
+        ram_bytes=opt_int(raw.get("ram_bytes")),
         ram_source=str(raw.get("ram_source", "unknown")),
-        gpu_bytes=[g for g in gpu if _opt_int(g) is not None] if isinstance(gpu, list) else [],
+        gpu_bytes=[g for g in gpu if opt_int(g) is not None] if isinstance(gpu, list) else [],
     )
 
 
