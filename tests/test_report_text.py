@@ -124,3 +124,12 @@ def test_every_place_a_target_string_is_shown_uses_the_one_sanitiser(s: str) -> 
     assert err.getvalue() == f"memprobe: error: {clean(s, 2000)}\n"
     for out in (shown, err.getvalue().rstrip("\n")):
         assert not CONTROL.search(out) and "\x1b" not in out
+
+
+def test_sparkline_of_values_whose_range_overflows() -> None:
+    from memprobe.render._text import sparkline
+
+    # GIVEN values near the largest floats, whose difference is not a finite number
+    line = sparkline([-1.7e308, 0.0, 1.7e308])
+    # THEN it still draws them, lowest to highest
+    assert line == "▁▅█"

@@ -165,6 +165,10 @@ def sparkline(values: Sequence[float], width: int = 20) -> str:
             buckets.append(max(vals[lo:hi]))
         vals = buckets
     lo_v, hi_v = min(vals), max(vals)
+    if not math.isfinite(hi_v - lo_v):  # values near ±1.8e308: their range overflows
+        scale = max(abs(lo_v), abs(hi_v))
+        vals = [v / scale for v in vals]
+        lo_v, hi_v = lo_v / scale, hi_v / scale
     if hi_v - lo_v <= 0:
         return _BARS[0] * len(vals)
     top = len(_BARS) - 1
