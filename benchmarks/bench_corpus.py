@@ -445,6 +445,30 @@ def _read_record(res: Result, record_path: Path, script: Script) -> None:
         res.detect_s, res.detect_step = rp.first_stable_leak_t, rp.first_stable_leak_step
 
 
+def reanalyze_one(script: Script, source: Path, out_dir: Path) -> Result:
+    """The record an earlier run of ``script`` left in ``source``, judged again by this
+    memprobe's analysis (``memprobe report`` does the same): the table of a run whose agent
+    is unchanged, after a change to the analysis only."""
+    from memprobe import record as rec
+    from memprobe.analysis.finalize import finalize
+
+    res = Result(
+        script.name, script.corpus, script.expect, script.pattern, script.step_ms, script.holders
+    )
+    stem = f"{script.corpus}-{script.path.stem}"
+    old = source / f"{stem}.json"
+    if not old.exists():
+        res.failure = f"no record {old}"
+        return res
+    record_path = out_dir / f"{stem}.json"
+    rec.save(finalize(rec.load(str(old))), str(record_path))
+    res.record_path = str(record_path)
+    res.rc = 0
+    _read_record(res, record_path, script)
+    res.wall_s = float(res.duration_s or 0.0)
+    return res
+
+
 # ---------------------------------------------------------------------------- plain runs
 
 
@@ -700,6 +724,11 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per run (default 600)")
     ap.add_argument("--records-dir", metavar="DIR", help="keep run records and output here")
     ap.add_argument("--plain", action="store_true", help="run without memprobe, sample RSS")
+    ap.add_argument(
+        "--reanalyze",
+        metavar="DIR",
+        help="run nothing: judge the records an earlier --records-dir DIR holds again",
+    )
     return ap.parse_args(argv)
 
 
@@ -713,6 +742,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     busy = (os.cpu_count() or 1) if args.busy else 0
     worker = plain_one if args.plain else run_one
+    if args.reanalyze:
+        source = Path(args.reanalyze)
+
+        def worker(script: Script, out_dir: Path, timeout: float, busy: int) -> Result:
+            return reanalyze_one(script, source, out_dir)
+
     lock = threading.Lock()
     load_before = os.getloadavg()
 
