@@ -318,3 +318,20 @@ def test_malformed_census_never_raises(entries: List[Any], signal: str) -> None:
     out = attribute(rec, rec.findings)
     assert len(out) == 1 and out[0].signal == signal
     live_culprit(entries)
+
+
+def test_a_type_whose_dense_count_stopped_rising_is_not_blamed_for_later_memory() -> None:
+    # GIVEN censuses that saw Transition objects grow while a replay deque filled, and the
+    # dense live count of that type judged flat afterwards (the deque reached its maxlen)
+    def grew(step: int, delta: int) -> Dict[str, Any]:
+        entry = census(step, types={"__main__.Transition": {"count": 3000}})
+        entry["growing_types"] = [{"type": "__main__.Transition", "delta": delta}]
+        return entry
+
+    entries = [census(5), grew(25, 40), grew(400, 600), grew(587, 300)]
+    # WHEN memory grows later and the count's verdict says the type has settled
+    blamed = culprit_for("rss_bytes", build_profile(entries))
+    settled = culprit_for("rss_bytes", build_profile(entries, settled={"__main__.Transition"}))
+    # THEN without the verdicts the type is blamed, with them nothing is
+    assert blamed is not None and blamed.type == "__main__.Transition"
+    assert settled is None

@@ -72,6 +72,8 @@ class Profile:
     per: str = "step"  # what rates are per: "step", or "second" when censuses have no steps
     # holders whose length series grows (from the verdicts); None: not known, all count
     active: Optional[FrozenSet[str]] = None
+    # types whose dense live-count series has stopped rising (from the verdicts)
+    settled: FrozenSet[str] = frozenset()
 
     @property
     def n(self) -> int:
@@ -176,6 +178,8 @@ class Profile:
         for entry in self.entries[1:]:
             for g in _list(entry.get("growing_types")):
                 if isinstance(g, dict) and isinstance(g.get("type"), str):
+                    if g["type"] in self.settled:
+                        continue
                     gained[g["type"]] = gained.get(g["type"], 0.0) + (_num(g.get("delta")) or 0.0)
         best = max(gained.items(), key=lambda kv: kv[1], default=None)
         return best[0] if best is not None and best[1] >= MIN_ITEMS else None
@@ -288,6 +292,7 @@ def build_profile(
     census: Sequence[Any],
     active: Optional[Iterable[str]] = None,
     lengths: Optional[Lengths] = None,
+    settled: Optional[Iterable[str]] = None,
 ) -> Profile:
     """Profile of one process from its census list (``Process.census``); ``active``: the
     holders whose length series grows, when the verdicts are known; ``lengths``: their
@@ -312,6 +317,7 @@ def build_profile(
         windows=windows,
         per="step" if axis_step else "second",
         active=frozenset(active) if active is not None else None,
+        settled=frozenset(settled or ()),
     )
 
 

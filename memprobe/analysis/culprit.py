@@ -78,12 +78,13 @@ def attribute(
     profiles: Dict[Optional[int], Profile] = {}
     for proc in record.processes:
         active = _active_holders(proc.pid, verdicts) if verdicts is not None else None
+        settled = _settled_types(proc.pid, verdicts) if verdicts is not None else None
         stepped = (
             sum(1 for c in proc.census if isinstance(c, dict) and isinstance(c.get("step"), int))
             >= 2
         )
         lengths = series_lengths(proc.series, stepped)
-        profiles[proc.pid] = build_profile(proc.census, active, lengths)
+        profiles[proc.pid] = build_profile(proc.census, active, lengths, settled)
     by_pid = {proc.pid: proc for proc in record.processes}
     out: List[Finding] = []
     sources = _user_sources(record)
@@ -152,6 +153,19 @@ def _active_holders(pid: int, verdicts: Mapping[Tuple[int, str], Any]) -> Set[st
             continue
         if v.verdict == "leak" or (v.ci_low > 0 and not v.plateau):
             out.add(signal[len("container:") :].rsplit(":", 1)[0])
+    return out
+
+
+def _settled_types(pid: int, verdicts: Mapping[Tuple[int, str], Any]) -> Set[str]:
+    """Types whose dense live count (``objects:<type>``) has stopped rising: the censuses
+    saw them grow, but only while something filled (a replay buffer up to its ``maxlen``);
+    memory that grows later is not theirs."""
+    out: Set[str] = set()
+    for (p, signal), v in verdicts.items():
+        if p != pid or not signal.startswith("objects:"):
+            continue
+        if v.verdict != "leak" and not (v.ci_low > 0 and not v.plateau):
+            out.add(signal[len("objects:") :])
     return out
 
 
