@@ -369,3 +369,49 @@ def test_heap_count_growing_too_little_so_far_is_inconclusive() -> None:
     # THEN not "no_leak": it grows; inconclusive with how much longer to watch
     assert v.verdict == "inconclusive"
     assert v.needed is not None and "more steps" in v.needed
+
+
+def test_a_bounded_deque_filling_is_not_a_leak_of_its_items() -> None:
+    # GIVEN a live count of transitions rising +1/step while a deque(maxlen=3000) fills,
+    # the tensors they bring along, and a census that saw the deque 1,500 long
+    from memprobe.analysis.run import bounded_fill, deque_bounds
+
+    census = [
+        {
+            "step": 1500,
+            "containers": [
+                {
+                    "holder": "dqn.py:main:replay",
+                    "len": 1500,
+                    "maxlen": 3000,
+                    "elem_types": ["__main__.Transition"],
+                }
+            ],
+        }
+    ]
+    x = np.arange(0, 1500, 10, dtype=float)
+    count = judge_series(x, 100 + x, "count", signal="objects:__main__.Transition")
+    tensors = judge_series(x, 40 + 2 * x, "count", signal="tensors:count")
+    other = judge_series(x, 5 + x, "count", signal="objects:__main__.Episode")
+    assert count.verdict == tensors.verdict == other.verdict == "leak"
+    # WHEN the deque bounds are applied
+    bounds = deque_bounds(census)
+    out = bounded_fill(
+        {"objects:__main__.Transition": count, "tensors:count": tensors, "objects:x": other},
+        bounds,
+    )
+    # THEN the item count and the tensors it brings are inconclusive and back nothing
+    assert bounds == {"__main__.Transition": ("dqn.py:main:replay", 1500, 3000)}
+    for name in ("objects:__main__.Transition", "tensors:count"):
+        assert out[name].verdict == "inconclusive" and not out[name].growing
+        assert "deque(maxlen=3000)" in out[name].reason
+    # AND a type no bounded deque holds still leaks
+    assert out["objects:x"].verdict == "leak"
+    # AND growth beyond what the deque can take is a leak whatever holds the items
+    beyond = judge_series(x, 100 + 4 * x, "count", signal="objects:__main__.Transition")
+    assert (
+        bounded_fill({"objects:__main__.Transition": beyond}, bounds)[
+            "objects:__main__.Transition"
+        ].verdict
+        == "leak"
+    )

@@ -134,7 +134,74 @@ def judge_process(
     heavy_items = (
         items >= options.rate_threshold("bytes", axis) and items_growth >= options.min_growth_bytes
     )
+    out = bounded_fill(out, deque_bounds(process.census))
     return corroborate(out, carried_in_census(process.census), heavy_items)
+
+
+def deque_bounds(census: Sequence[Mapping[str, Any]]) -> Dict[str, Tuple[str, int, int]]:
+    """Item types the last census found inside a bounded deque (``deque(maxlen=N)``):
+    type -> (holder, length, maxlen). Items of a replay buffer fill it, then each new one
+    pushes the oldest out."""
+    out: Dict[str, Tuple[str, int, int]] = {}
+    for entry in census:
+        boxes = entry.get("containers") if isinstance(entry, dict) else None
+        for box in boxes if isinstance(boxes, list) else []:
+            if not isinstance(box, dict):
+                continue
+            holder, length, bound = box.get("holder"), box.get("len"), box.get("maxlen")
+            types = box.get("elem_types")
+            if not (isinstance(holder, str) and isinstance(types, list)):
+                continue
+            if not (isinstance(length, int) and isinstance(bound, int) and bound > 0):
+                continue
+            for t in types:
+                if isinstance(t, str):
+                    out[t] = (holder, length, bound)
+    return out
+
+
+def bounded_fill(
+    verdicts: Dict[str, SignalVerdict], bounds: Mapping[str, Tuple[str, int, int]]
+) -> Dict[str, SignalVerdict]:
+    """Counts explained by a bounded deque filling up: not a leak yet, and they back nothing.
+
+    The live count of the deque's item type, when it grows by no more than the deque can
+    take; and while the deque is still filling, the tensors and heap blocks those items
+    bring along (a few per item: a transition's observations). Growth beyond that means the
+    objects accumulate somewhere else too: the verdict stands.
+    """
+    out = dict(verdicts)
+    filling = [b for b in bounds.values() if b[1] < b[2]]
+    for name, v in verdicts.items():
+        if not (v.verdict == LEAK or v.growing):
+            continue
+        if name.startswith("objects:"):
+            bound = bounds.get(name[len("objects:") :])
+            per_item = 1
+        elif name in (TENSOR_COUNT, BLOCKS) and filling:
+            bound = max(filling, key=lambda b: b[2])
+            per_item = _ITEM_PARTS if name == TENSOR_COUNT else _ITEM_BLOCKS
+        else:
+            continue
+        if bound is None or v.growth > per_item * (1.2 * bound[2] + 16):
+            continue
+        holder, length, maxlen = bound
+        out[name] = replace(
+            v,
+            verdict=INCONCLUSIVE,
+            growing=False,
+            substantial=False,
+            reason=f"{v.reason}, while `{holder}`, a deque(maxlen={maxlen}), fills "
+            f"({length} of {maxlen} at the last census): bounded",
+            needed="the deque to fill, then no more growth",
+        )
+    return out
+
+
+# what one item of a bounded deque may bring along: tensors (a transition's state, next
+# state, action, reward) and heap blocks (its tuple, numbers, small containers)
+_ITEM_PARTS = 4
+_ITEM_BLOCKS = 16
 
 
 def items_bytes_rate(census: Sequence[Mapping[str, Any]], axis: str) -> Tuple[float, float]:
