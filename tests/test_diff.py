@@ -172,6 +172,18 @@ def test_signal_fits_tolerate_garbage_summaries() -> None:
     fits = signal_fits(r)
     assert fits[1000]["rss_bytes"].verdict is None
     assert fits[1000]["rss_bytes"].peak is not None
+    assert fits[1000]["rss_bytes"].unit == "bytes"  # from the signal's name
+
+
+def test_signal_fits_are_the_records_summaries() -> None:
+    # GIVEN a record with summaries
+    r = g.leaky()
+    fits = signal_fits(r)
+    for name, summary in r.signals["1000"].items():
+        fit = fits[1000][name]
+        # THEN each fit is the summary as the record keeps it, with its name and peak
+        assert fit.to_json() == summary.to_json()
+        assert fit.signal == name and fit.peak == max(r.processes[0].series[name].value)
 
 
 def _render(d: object, width: int = 80) -> str:
