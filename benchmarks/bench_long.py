@@ -523,18 +523,14 @@ def full_resolution_check(run_dir: str, bounded: Any) -> Dict[str, Any]:
     full = finalize(full, DetectOptions())
     took = time.perf_counter() - t0
 
-    def verdicts(r: Any) -> Dict[str, str]:
+    def verdicts(r: Any) -> Dict[str, Optional[str]]:
         return {
-            f"{pid}:{name}": s.get("verdict")
-            for pid, sig in r.signals.items()
-            for name, s in sig.items()
+            f"{pid}:{name}": s.verdict for pid, sig in r.signals.items() for name, s in sig.items()
         }
 
     def reasons(r: Any) -> Dict[str, str]:
         return {
-            f"{pid}:{name}": str(s.get("reason"))
-            for pid, sig in r.signals.items()
-            for name, s in sig.items()
+            f"{pid}:{name}": s.reason for pid, sig in r.signals.items() for name, s in sig.items()
         }
 
     vb, vf = verdicts(bounded), verdicts(full)

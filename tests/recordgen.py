@@ -13,7 +13,16 @@ import math
 import random
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from memprobe.record import ExitInfo, Finding, Limits, Process, RunRecord, Series
+from memprobe.record import (
+    ExitInfo,
+    Finding,
+    Limits,
+    Process,
+    RunRecord,
+    Series,
+    Signals,
+    SignalSummary,
+)
 
 HOSTILE_TYPE = "<script>alert(1)</script>"
 HOSTILE_HOLDER = "__main__.[bold red]pwned[/].\x1b[31mred\x1b[0m</script><b>x</b>"
@@ -44,7 +53,8 @@ def _signal(
     steps: int,
     warmup: int,
     rng: random.Random,
-) -> Tuple[Series, Dict[str, Any]]:
+    x_axis: str = "step",
+) -> Tuple[Series, SignalSummary]:
     xs = list(range(1, steps + 1))
     ys: List[float] = []
     for s in xs:
@@ -57,27 +67,28 @@ def _signal(
     lo, hi = slope - 3 * se, slope + 3 * se
     floor = 1024.0 if name.endswith("bytes") else 0.1
     verdict = "leak" if lo > 0 and slope > floor else "no_leak"
-    summary = {
-        "verdict": verdict,
-        "slope_per_step": slope,
-        "slope_per_s": slope / STEP_S,
-        "ci_low": lo,
-        "ci_high": hi,
-        "confidence": 0.99 if verdict == "leak" else 0.9,
-        "warmup_end_x": float(warmup) if warmup else None,
-        "n": len(post),
-        "unit": "bytes" if name.endswith("bytes") else "count",
-        "x0": x0,
-        "intercept": intercept,
-        "reason": "sustained growth after warm-up" if verdict == "leak" else "flat after warm-up",
-    }
+    summary = SignalSummary(
+        verdict=verdict,
+        slope_per_step=slope,
+        slope_per_s=slope / STEP_S,
+        ci_low=lo,
+        ci_high=hi,
+        confidence=0.99 if verdict == "leak" else 0.9,
+        warmup_end_x=float(warmup) if warmup else None,
+        n=len(post),
+        unit="bytes" if name.endswith("bytes") else "count",
+        axis=x_axis,
+        x0=x0,
+        intercept=intercept,
+        reason="sustained growth after warm-up" if verdict == "leak" else "flat after warm-up",
+    )
     return Series(step=list(xs), t=ts, value=ys), summary
 
 
 def _finding(
-    pid: int, signal: str, s: Dict[str, Any], last: float, limit: int, hostile: bool, steps: int
+    pid: int, signal: str, s: SignalSummary, last: float, limit: int, hostile: bool, steps: int
 ) -> Finding:
-    slope = float(s["slope_per_step"])
+    slope = float(s.slope_per_step or 0.0)
     proj: Optional[Dict[str, Any]] = None
     if signal.endswith("bytes") and slope > 0:
         step = int(steps + (limit - last) / slope)
@@ -87,9 +98,9 @@ def _finding(
         pid=pid,
         verdict="leak",
         slope_per_step=slope,
-        slope_per_s=float(s["slope_per_s"]),
-        unit=str(s["unit"]),
-        confidence=float(s["confidence"]),
+        slope_per_s=s.slope_per_s,
+        unit=s.unit,
+        confidence=s.confidence,
         projected_oom=proj,
         culprit={
             "type": HOSTILE_TYPE if hostile else "torch.Tensor",
@@ -122,20 +133,20 @@ def make_record(
 ) -> RunRecord:
     rng = random.Random(seed)
     procs: List[Process] = []
-    signals: Dict[str, Any] = {}
+    signals: Signals = {}
     findings: List[Finding] = []
     for i, (role, rank, worker_id) in enumerate(roles):
         pid = 1000 + i
         series: Dict[str, Series] = {}
-        sums: Dict[str, Any] = {}
+        sums: Dict[str, SignalSummary] = {}
         specs = (
             ("rss_bytes", 400.0 * MIB, leak_bytes_per_step, 64 * 1024.0),
             ("py_objects", 120_000.0, leak_count_per_step * 40, 3.0),
             ("tensors", 300.0, leak_count_per_step, 0.0),
         )
         for name, base, slope, noise in specs:
-            series[name], sums[name] = _signal(name, base, slope, noise, steps, warmup, rng)
-            if sums[name]["verdict"] == "leak" and name in ("rss_bytes", "tensors"):
+            series[name], sums[name] = _signal(name, base, slope, noise, steps, warmup, rng, x_axis)
+            if sums[name].verdict == "leak" and name in ("rss_bytes", "tensors"):
                 f = _finding(
                     pid, name, sums[name], series[name].value[-1], limit_bytes, hostile, steps
                 )

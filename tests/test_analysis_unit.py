@@ -202,7 +202,7 @@ def test_analyze_fills_findings_verdict_signals_and_projection() -> None:
     graph = next(f for f in a.findings if f.signal == "tensors:grad_fn_count")
     assert graph.fix_hint and "item()" in graph.fix_hint
     # AND per-signal summaries have what a report needs to draw the fit
-    summary = a.signals["42"]["rss_bytes"]
+    summary = a.signals["42"]["rss_bytes"].to_json()  # as run.json keeps it
     for key in (
         "verdict",
         "slope_per_step",
@@ -218,7 +218,7 @@ def test_analyze_fills_findings_verdict_signals_and_projection() -> None:
         "reason",
     ):
         assert key in summary
-    assert a.signals["42"]["objects:dict"]["verdict"] == "no_leak"
+    assert a.signals["42"]["objects:dict"].verdict == "no_leak"
 
 
 def test_heap_count_alone_is_not_a_run_leak() -> None:
@@ -235,7 +235,7 @@ def test_heap_count_alone_is_not_a_run_leak() -> None:
     a = analyze(record)
     # THEN the container's growth is reported but not called a run leak
     assert a.verdict == "no_leak"
-    assert a.signals["42"]["container:__main__.losses:len"]["verdict"] == "inconclusive"
+    assert a.signals["42"]["container:__main__.losses:len"].verdict == "inconclusive"
     assert not a.findings
 
 

@@ -91,7 +91,7 @@ def test_rate_change_inside_overlapping_intervals_is_same_leak() -> None:
     # GIVEN two leaks whose rates differ by 40% but whose intervals overlap (noisy)
     a, b = g.leaky(), g.leaky(leak_bytes_per_step=256 * 1024.0 * 1.4)
     sa = dict(a.signals)
-    wide = {k: dict(v, ci_low=1.0, ci_high=1e9) for k, v in sa["1000"].items()}
+    wide = {k: dataclasses.replace(v, ci_low=1.0, ci_high=1e9) for k, v in sa["1000"].items()}
     a = dataclasses.replace(a, signals={"1000": wide})
     assert _statuses(a, b)[("main", "rss_bytes")] == "persisting"
 
@@ -163,16 +163,27 @@ def test_findings_match_by_culprit_then_signal() -> None:
 
 
 def test_signal_fits_tolerate_garbage_summaries() -> None:
-    r = dataclasses.replace(
-        g.leaky(),
-        signals={
-            "1000": {"rss_bytes": {"verdict": 3, "slope_per_step": "x", "ci_low": None}},
-            "junk": 5,
-        },
-    )
+    data = g.leaky().to_json()
+    data["signals"] = {
+        "1000": {"rss_bytes": {"verdict": 3, "slope_per_step": "x", "ci_low": None}},
+        "junk": 5,
+    }
+    r = RunRecord.from_json(data)
     fits = signal_fits(r)
     assert fits[1000]["rss_bytes"].verdict is None
     assert fits[1000]["rss_bytes"].peak is not None
+    assert fits[1000]["rss_bytes"].unit == "bytes"  # from the signal's name
+
+
+def test_signal_fits_are_the_records_summaries() -> None:
+    # GIVEN a record with summaries
+    r = g.leaky()
+    fits = signal_fits(r)
+    for name, summary in r.signals["1000"].items():
+        fit = fits[1000][name]
+        # THEN each fit is the summary as the record keeps it, with its name and peak
+        assert fit.to_json() == summary.to_json()
+        assert fit.signal == name and fit.peak == max(r.processes[0].series[name].value)
 
 
 def _render(d: object, width: int = 80) -> str:
@@ -285,7 +296,9 @@ def test_gate_weighs_findings_not_every_signal() -> None:
 
 def test_inconclusive_before_at_the_same_rate_is_not_new() -> None:
     before = g.leaky(seed=1)
-    sums = {k: dict(v, verdict="inconclusive") for k, v in before.signals["1000"].items()}
+    sums = {
+        k: dataclasses.replace(v, verdict="inconclusive") for k, v in before.signals["1000"].items()
+    }
     before = dataclasses.replace(
         before, signals={"1000": sums}, findings=[], verdict="inconclusive"
     )
@@ -341,7 +354,7 @@ def test_census_that_saw_no_growing_container_counts_as_not_growing() -> None:
 def _inconclusive(record: RunRecord) -> RunRecord:
     """The record as a run too short to call: every summary inconclusive, no findings."""
     sums = {
-        pid: {k: dict(v, verdict="inconclusive") for k, v in by.items()}
+        pid: {k: dataclasses.replace(v, verdict="inconclusive") for k, v in by.items()}
         for pid, by in record.signals.items()
     }
     return dataclasses.replace(record, signals=sums, findings=[], verdict="inconclusive")
@@ -379,7 +392,7 @@ def test_leak_before_and_no_leak_after_lists_nothing_as_persisting() -> None:
     before = g.leaky(seed=7)
     after = g.fixed(seed=8)
     sums = dict(after.signals["1000"])
-    sums["rss_bytes"] = dict(
+    sums["rss_bytes"] = dataclasses.replace(
         sums["rss_bytes"],
         verdict="inconclusive",
         slope_per_step=2048.0,

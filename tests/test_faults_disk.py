@@ -158,7 +158,8 @@ def test_non_finite_numbers_from_analysis_do_not_cost_the_run(tmp_path: Path, sc
 
     r = make_record(steps=50, leak_bytes_per_step=1e6)
     f = dataclasses.replace(r.findings[0], slope_per_step=float("nan"), slope_per_s=float("inf"))
-    r = dataclasses.replace(r, findings=[f], signals={"1": {"x": {"ci_low": float("-inf")}}})
+    bad = rec.SignalSummary(ci_low=float("-inf"))
+    r = dataclasses.replace(r, findings=[f], signals={"1": {"x": bad}})
     # WHEN it is saved THEN it is valid JSON with null in their place, and loads again
     path = tmp_path / "r.json"
     rec.save(r, str(path))

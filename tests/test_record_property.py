@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -195,6 +196,36 @@ def test_golden_roundtrip_of_a_generated_record(tmp_path: Path) -> None:
     path = tmp_path / "r.json"
     rec.save(r, str(path))
     assert rec.load(str(path)) == r
+
+
+SUMMARY_KEYS = [f.name for f in dataclasses.fields(rec.SignalSummary)]
+
+
+@SETTINGS
+@given(json_values | st.dictionaries(st.sampled_from(SUMMARY_KEYS), json_values))
+def test_signal_summary_reads_anything_and_writes_what_it_reads(d: Any) -> None:
+    # GIVEN any JSON value where a signal's summary belongs (old, partial, mistyped)
+    s = rec.SignalSummary.from_json(d)
+    # THEN it reads with defaults for what it cannot use, writes every key in field
+    # order, as plain JSON, and reads back the same
+    out = s.to_json()
+    assert list(out) == SUMMARY_KEYS
+    assert rec.SignalSummary.from_json(json.loads(json.dumps(out, allow_nan=False))) == s
+    assert s.verdict is None or isinstance(s.verdict, str)
+    assert isinstance(s.n, int) and isinstance(s.floor, bool) and s.per in ("step", "s")
+
+
+def test_signal_summary_reads_the_defaults_of_older_records() -> None:
+    # GIVEN a summary written before summaries named their axis, family, end and flags
+    old = {"verdict": "leak", "slope_per_step": 2.0, "slope_per_s": 40.0, "n": 12, "x0": 3}
+    # WHEN read on a record whose x-axis is time
+    s = rec.SignalSummary.from_json(old, axis="time")
+    # THEN the record's axis stands in for the summary's, the rest reads as its default
+    assert s.axis == "time" and s.per == "s" and s.slope == 40.0
+    assert s.x0 == 3.0 and s.family == "" and s.needed is None and not s.plateau
+    assert rec.SignalSummary.from_json(dict(old, axis="step"), axis="time").slope == 2.0
+    bad = {"verdict": 3, "confidence": float("nan"), "n": "x", "ci_low": float("inf")}
+    assert rec.SignalSummary.from_json(bad) == rec.SignalSummary()
 
 
 # -- the JSON-lines reader ------------------------------------------------------------------

@@ -152,7 +152,7 @@ def fragmentation_finding(
         f"memory allocated to tensors stays flat: fragmentation, not a leak."
     )
     ev = evidence(reserved, None)
-    ev["allocated"] = allocated.summary()
+    ev["allocated"] = allocated.summary().to_json()
     return Finding(
         signal=reserved_signal,
         pid=pid,

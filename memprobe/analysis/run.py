@@ -33,7 +33,7 @@ from memprobe.analysis.series import (
     with_steps,
 )
 from memprobe.analysis.verdict import INCONCLUSIVE, LEAK, NO_LEAK, SignalVerdict, judge_series
-from memprobe.record import Finding, Process, RunRecord
+from memprobe.record import Finding, Process, RunRecord, Signals
 
 # families whose leak verdict can make the run's verdict "leak"
 COUNTED = ("memory", "object", "heap")
@@ -48,12 +48,12 @@ class Analysis:
     """What ``analyze`` found: the findings, the run verdict, per-signal summaries.
 
     ``signals`` is ``{"<pid>": {"<signal>": SignalVerdict.summary()}}``, the
-    shape of ``RunRecord.signals``; ``headline`` is one line for a person.
+    record's ``RunRecord.signals``; ``headline`` is one line for a person.
     """
 
     findings: List[Finding]
     verdict: str
-    signals: Dict[str, Any]
+    signals: Signals
     headline: str = ""
     verdicts: Dict[Tuple[int, str], SignalVerdict] = field(default_factory=dict, repr=False)
 
@@ -363,7 +363,7 @@ def analyze(record: RunRecord, options: DetectOptions = DEFAULT_OPTIONS) -> Anal
     """Judge every signal of every process of a run and call the run."""
     n_tests = count_tests(record)
     findings: List[Finding] = []
-    signals: Dict[str, Any] = {}
+    signals: Signals = {}
     all_verdicts: Dict[Tuple[int, str], SignalVerdict] = {}
     for proc in record.processes:
         verdicts = judge_process(proc, options, n_tests)

@@ -32,6 +32,7 @@ from memprobe.analysis.wording import (
     needed_text,
     standard_error,
 )
+from memprobe.record import SignalSummary
 
 LEAK, NO_LEAK, INCONCLUSIVE = "leak", "no_leak", "inconclusive"
 OVERWHELMING = 20.0  # growth this many times what counts halves the time axis' minimum span
@@ -80,28 +81,28 @@ class SignalVerdict:
     # being called "no leak" (see run.run_verdict)
     substantial: bool = False
 
-    def summary(self) -> Dict[str, Any]:
+    def summary(self) -> SignalSummary:
         """The per-signal entry of ``RunRecord.signals``."""
-        return {
-            "verdict": self.verdict,
-            "slope_per_step": self.slope_per_step,
-            "slope_per_s": self.slope_per_s,
-            "ci_low": self.ci_low,
-            "ci_high": self.ci_high,
-            "confidence": round(self.confidence, 6),
-            "warmup_end_x": self.warmup_end_x,
-            "n": self.n,
-            "unit": self.unit,
-            "axis": self.axis,
-            "family": self.family,
-            "x0": self.x0,
-            "x_end": self.x_end,
-            "intercept": self.intercept,
-            "reason": self.reason,
-            "needed": self.needed,
-            "floor": self.floor,
-            "plateau": self.plateau,
-        }
+        return SignalSummary(
+            verdict=self.verdict,
+            slope_per_step=self.slope_per_step,
+            slope_per_s=self.slope_per_s,
+            ci_low=self.ci_low,
+            ci_high=self.ci_high,
+            confidence=round(self.confidence, 6),
+            warmup_end_x=self.warmup_end_x,
+            n=self.n,
+            unit=self.unit,
+            axis=self.axis,
+            family=self.family,
+            x0=self.x0,
+            x_end=self.x_end,
+            intercept=self.intercept,
+            reason=self.reason,
+            needed=self.needed,
+            floor=self.floor,
+            plateau=self.plateau,
+        )
 
 
 def judge_series(

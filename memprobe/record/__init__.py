@@ -3,6 +3,7 @@
 - ``model``: the run, its exit, limits, events, marks and findings (frozen dataclasses);
 - ``process``: one process and its series;
 - ``fields``: the schema version (with its changelog) and the JSON-valued fields' shapes;
+- ``summary``: ``SignalSummary``, one signal's verdict and fit (``RunRecord.signals``);
 - ``validate``: the checks every loaded field goes through, and ``RecordError``;
 - ``files``: ``load`` and ``save``.
 
@@ -19,8 +20,6 @@ from memprobe.record.fields import (
     Evidence,
     JSONValue,
     Projection,
-    Signals,
-    SignalSummary,
 )
 from memprobe.record.files import MAX_RECORD_BYTES, load, save, schema_path
 from memprobe.record.model import (
@@ -32,6 +31,7 @@ from memprobe.record.model import (
     RunRecord,
 )
 from memprobe.record.process import Process, Series
+from memprobe.record.summary import Signals, SignalSummary
 from memprobe.record.validate import RecordError
 
 __all__ = [

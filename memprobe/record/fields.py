@@ -1,5 +1,5 @@
 """The record's schema version and the shapes of its JSON-valued fields (culprits,
-projections, evidence, signal summaries, census entries).
+projections, evidence, census entries; the signal summaries are ``summary.SignalSummary``).
 
 Schema changelog (bump SCHEMA_VERSION and keep a golden file per version in
 tests/data/):
@@ -78,34 +78,6 @@ class Evidence(TypedDict, total=False):
     culprit_sentence: str
     signal_sentence: str
     signals: Dict[str, str]  # a grouped finding: each signal's rate in words
-
-
-class SignalSummary(TypedDict, total=False):
-    """One signal's verdict as the record keeps it (``RunRecord.signals[pid][signal]``),
-    written by ``SignalVerdict.summary()``; older records may lack any key."""
-
-    verdict: Optional[str]
-    slope_per_step: Optional[float]
-    slope_per_s: Optional[float]
-    ci_low: Optional[float]
-    ci_high: Optional[float]
-    confidence: float
-    warmup_end_x: Optional[float]
-    n: int
-    unit: str
-    axis: str
-    family: str
-    x0: Optional[float]
-    x_end: Optional[float]
-    intercept: Optional[float]
-    reason: str
-    needed: Optional[str]
-    floor: bool
-    plateau: bool
-
-
-#: ``{"<pid>": {"<signal>": SignalSummary}}``
-Signals = Dict[str, Dict[str, SignalSummary]]
 
 
 class CensusEntry(TypedDict, total=False):

@@ -14,9 +14,9 @@ from memprobe.record.fields import (
     Culprit,
     Evidence,
     Projection,
-    Signals,
 )
 from memprobe.record.process import Process
+from memprobe.record.summary import Signals
 from memprobe.record.validate import (
     RecordError,
     as_list,
@@ -165,7 +165,10 @@ class RunRecord:
             "events": [asdict(e) for e in self.events],
             "findings": [asdict(f) for f in self.findings],
             "verdict": self.verdict,
-            "signals": self.signals,
+            "signals": {
+                pid: {name: s.to_json() for name, s in by.items()}
+                for pid, by in self.signals.items()
+            },
             "marks": [asdict(m) for m in self.marks],
         }
 
@@ -202,6 +205,7 @@ class RunRecord:
         for key in ("started_at", "duration_s"):
             require(is_num(d.get(key, 0.0)), f"{key!r} is not a number")
         oom = exit_raw.get("oom_killed")
+        x_axis = str(d.get("x_axis", "time"))
         gpu = limits_raw.get("gpu_bytes") or []
         return RunRecord(
             schema=schema,
@@ -220,7 +224,7 @@ class RunRecord:
                 ram_source=str(limits_raw.get("ram_source", "unknown")),
                 gpu_bytes=[g for g in (opt_int(x) for x in as_list(gpu)) if g is not None],
             ),
-            x_axis=str(d.get("x_axis", "time")),
+            x_axis=x_axis,
             processes=[Process.from_json(p) for p in procs],
             events=[
                 Event(
@@ -234,7 +238,7 @@ class RunRecord:
             ],
             findings=[Finding.from_json(f) for f in as_list(d.get("findings"))],
             verdict=str(d.get("verdict", "inconclusive")),
-            signals=read_signals(d.get("signals")),
+            signals=read_signals(d.get("signals"), x_axis),
             marks=[
                 m for m in (Mark.from_json(x) for x in as_list(d.get("marks"))) if m is not None
             ],

@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any, List, Optional, cast
 
-from memprobe.record.fields import Culprit, Projection, Signals, SignalSummary
+from memprobe.record.fields import Culprit, Projection
+from memprobe.record.summary import Signals, SignalSummary
 
 
 class RecordError(Exception):
@@ -31,13 +32,15 @@ def read_projection(v: Any) -> Optional[Projection]:
     return cast(Projection, v) if isinstance(v, dict) else None
 
 
-def read_signals(v: Any) -> Signals:
-    """Summaries as written; what is not an object is left out (readers check each value:
-    ``analysis/compare_fits``)."""
+def read_signals(v: object, axis: str = "step") -> Signals:
+    """The summaries, each value checked (``SignalSummary.from_json``); what is not an object
+    is left out. ``axis``: the record's x-axis, for summaries that do not name theirs."""
     if not isinstance(v, dict):
         return {}
     return {
-        str(pid): {str(k): cast(SignalSummary, x) for k, x in by.items() if isinstance(x, dict)}
+        str(pid): {
+            str(k): SignalSummary.from_json(x, axis) for k, x in by.items() if isinstance(x, dict)
+        }
         for pid, by in v.items()
         if isinstance(by, dict)
     }

@@ -13,7 +13,7 @@ from memprobe.analysis.compare import (
     SignalDiff,
     SignalFit,
 )
-from memprobe.record import Finding
+from memprobe.record import Finding, JSONValue
 from memprobe.render import _common as c
 
 __all__ = ["DIFF_SCHEMA", "diff_json"]
@@ -21,7 +21,7 @@ __all__ = ["DIFF_SCHEMA", "diff_json"]
 DIFF_SCHEMA = "memprobe.diff/1"
 
 
-def _fit_json(fit: Optional[SignalFit], per: str) -> Optional[Dict[str, Any]]:
+def _fit_json(fit: Optional[SignalFit], per: str) -> Optional[Dict[str, JSONValue]]:
     if fit is None:
         return None
     return {
