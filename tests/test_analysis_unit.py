@@ -415,3 +415,19 @@ def test_a_bounded_deque_filling_is_not_a_leak_of_its_items() -> None:
         ].verdict
         == "leak"
     )
+
+
+def test_dips_that_jump_back_are_no_sawtooth() -> None:
+    # GIVEN memory rising steadily with a few one- or two-sample dips (the allocator hands a
+    # big block back while a longer copy of a growing tensor is built), irregularly spaced
+    x = np.arange(240, dtype=float)
+    y = 400e6 + 100e3 * x
+    for i in (130, 137, 183, 209, 214, 224, 227, 231, 237):
+        y[i : i + 2] -= 30e6
+    # WHEN it is looked at for a sawtooth
+    saw = sawtooth_floor(x, y)
+    # THEN there is none (judged as the rise it is), while a real grow-and-clear series is one
+    assert saw is None
+    assert judge_series(x, y, "bytes", signal="rss_bytes").verdict == "leak"
+    teeth = 400e6 + 1e6 * (x % 20)
+    assert sawtooth_floor(x, teeth) is not None

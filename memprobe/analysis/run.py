@@ -117,7 +117,11 @@ def judge_process(
             limit = options.growth_threshold(short.unit, level, short.family)
             if short.verdict == NO_LEAK and short.ci_high * options.min_span_seconds < limit:
                 out[name] = short
-    if _accumulates(out) or carried_in_census(process.census):
+    if (
+        _accumulates(out)
+        or carried_in_census(process.census)
+        or tensor_bytes_climb(process.census, options.min_growth_bytes)
+    ):
         # something accumulates: memory that grows with it is less likely a random walk
         # (half the clearance over its noise band) and, without steps, needs the short
         # span only
@@ -249,6 +253,31 @@ def _accumulates(verdicts: Dict[str, SignalVerdict]) -> bool:
         _counts_items(name) and name not in _NOT_ACCUMULATION and (v.verdict == LEAK or v.growing)
         for name, v in verdicts.items()
     )
+
+
+def tensor_bytes_climb(census: Sequence[Mapping[str, Any]], min_growth: float) -> bool:
+    """The tensors' bytes rose at each of the last three censuses, by at least
+    ``min_growth`` and a tenth in all: tensor storage accumulates even when the tensor count
+    does not (a memory bank grown with ``torch.cat``, one tensor that gets longer). A few
+    censuses cannot make a verdict of their own; they tell memory that rises with them
+    from an allocator's random walk."""
+    values: List[float] = []
+    for entry in census:
+        tensors = entry.get("tensors") if isinstance(entry, dict) else None
+        by_device = tensors.get("bytes_by_device") if isinstance(tensors, dict) else None
+        total = sum(
+            float(b)
+            for b in (by_device.values() if isinstance(by_device, dict) else [])
+            if isinstance(b, (int, float)) and not isinstance(b, bool)
+        )
+        if isinstance(by_device, dict):
+            values.append(total)
+    if len(values) < 4:
+        return False
+    last = values[-4:]
+    rising = all(b > a for a, b in zip(last, last[1:]))
+    grown = values[-1] - values[0]
+    return rising and grown >= min_growth and grown >= 0.1 * max(values[0], 1.0)
 
 
 def carried_in_census(census: Sequence[Mapping[str, Any]]) -> bool:

@@ -131,8 +131,9 @@ def sawtooth_floor(x: Array, y: Array) -> Optional[Sawtooth]:
     """Indices of the floor of a grow-and-clear series, or None when it is no sawtooth.
 
     A sawtooth drop is a fall much larger than the step-to-step noise that is
-    not just the way back from a one-point spike. With two or more of them,
-    the floor is the minimum over consecutive windows one typical period long.
+    not just the way back from a one-point spike, nor a dip that jumps back up. With two
+    or more of them, the floor is the minimum over consecutive windows one typical period
+    long.
     """
     n = len(y)
     if n < 12:
@@ -143,8 +144,14 @@ def sawtooth_floor(x: Array, y: Array) -> Optional[Sawtooth]:
     threshold = max(5.0 * mad, 0.2 * float(np.ptp(y)))
     if threshold <= 0:
         return None
+    # neither the way back from a one-point spike, nor a dip that jumps back within three
+    # samples (an allocator handing a big block back while the next one is being built)
     drops = [
-        i for i in range(len(d)) if d[i] < -threshold and not (i > 0 and d[i - 1] > 0.5 * -d[i])
+        i
+        for i in range(len(d))
+        if d[i] < -threshold
+        and not (i > 0 and d[i - 1] > 0.5 * -d[i])
+        and not (i + 1 < len(d) and float(np.max(d[i + 1 : i + 4])) > 0.6 * -d[i])
     ]
     if len(drops) < 2:
         return None
