@@ -356,3 +356,40 @@ def test_a_list_of_graph_holding_tensors_counts_its_graphs() -> None:
     assert v.get("graph:held_by:graphs_demo.losses") == 14, v
     assert polled["graph:held_by:graphs_demo.losses"] == 15
     assert polled["container:graphs_demo.losses:len"] == 16
+
+
+def test_holders_inside_an_lru_cache_and_a_tensors_hooks() -> None:
+    # GIVEN an unbounded lru_cache and a parameter's hook dict, each held from a module
+    import functools
+
+    mod = types.ModuleType("cachehooks_demo")
+    mod.__file__ = "/srv/project/cachehooks_demo.py"
+
+    @functools.lru_cache(maxsize=None)  # noqa: UP033 - the shape users write
+    def table(t: float) -> Any:
+        return torch.zeros(4) + t
+
+    for i in range(5):
+        table(float(i))
+    weight = torch.nn.Parameter(torch.zeros(3))
+    for _ in range(5):
+        weight.register_hook(lambda g: g)
+    mod.table = table  # type: ignore[attr-defined]
+    mod.weight = weight  # type: ignore[attr-defined]
+    sys.modules["cachehooks_demo"] = mod
+    try:
+        cache = holders.lru_cache_dict(table)
+        hooks = dict(holders.c_fields(weight))["_backward_hooks"]
+        # WHEN they are looked for from the roots, by referrers, and followed again
+        found = roots.search({id(cache), id(hooks)}, time.perf_counter() + FAR)
+        up = holders.find_holders([cache, hooks], time.perf_counter() + FAR, set())
+        again = [holders.resolve(found[id(x)]["path"]) for x in (cache, hooks)]
+    finally:
+        del sys.modules["cachehooks_demo"]
+    # THEN both are named as a person reads them, and their paths lead back to them
+    assert len(cache) == 5 and len(hooks) == 5
+    assert found[id(cache)]["holder"] == "cachehooks_demo.table.<lru_cache>"
+    assert found[id(hooks)]["holder"] == "cachehooks_demo.weight._backward_hooks"
+    assert again[0] is cache and again[1] is hooks
+    assert up[0]["holder"].endswith("table.<lru_cache>")
+    assert up[1]["holder"].endswith("weight._backward_hooks")

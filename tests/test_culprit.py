@@ -335,3 +335,26 @@ def test_a_type_whose_dense_count_stopped_rising_is_not_blamed_for_later_memory(
     # THEN without the verdicts the type is blamed, with them nothing is
     assert blamed is not None and blamed.type == "__main__.Transition"
     assert settled is None
+
+
+def test_sibling_lists_filled_in_turn_name_their_parent() -> None:
+    # GIVEN per-shard lists of a defaultdict(list) filled one after another: each stops
+    # growing once the next starts, so none is a growing container on its own
+    shard = "ev.py:main:metrics.samples['shard-00{}']"
+    entries = [
+        census(5, containers=[box(shard.format(0), 128, 0, "dict")]),
+        census(25, containers=[box(shard.format(0), 1280, 0, "dict")]),
+        census(
+            60,
+            containers=[
+                box(shard.format(0), 1280, 0, "dict"),
+                box(shard.format(1), 900, 0, "dict"),
+            ],
+        ),
+    ]
+    prof = build_profile(entries, active=set())
+    # WHEN the process' memory grows and a culprit is looked for
+    c = culprit_for("rss_bytes", prof)
+    # THEN the dict that keeps them is named, with all their items
+    assert c is not None and c.holder == "ev.py:main:metrics.samples"
+    assert c.evidence["container_len"] == 2180

@@ -223,6 +223,39 @@ class Profile:
         boxes = self.growing()
         return max(boxes, key=_blame_order, default=None)
 
+    def filled_in_turn(self) -> Optional[Container]:
+        """The parent of sibling containers filled one after another (``samples[shard]``
+        lists of a ``defaultdict(list)``, each full once the next one starts): none keeps
+        growing, together they do. Named by the path they share, with their items summed."""
+        groups: Dict[str, List[Container]] = {}
+        for c in self.containers:
+            if c.scalar or not c.holder.endswith("]") or "[" not in c.holder:
+                continue
+            parent = c.holder[: c.holder.rindex("[")]
+            if parent and not parent.endswith(("?", "]")):
+                groups.setdefault(parent, []).append(c)
+        best: Optional[Container] = None
+        for parent, boxes in groups.items():
+            if len(boxes) < 2 or sum(max(b.growth, 0) for b in boxes) < MIN_ITEMS:
+                continue
+            top = max(boxes, key=lambda b: b.len)
+            total = sum(b.len for b in boxes)
+            span = (self.xs[-1] - self.xs[0]) if self.xs else 0.0
+            merged = Container(
+                holder=parent,
+                type=f"container of {len(boxes)} {top.type}s",
+                len=total,
+                per_step=total / span if span > 0 else 0.0,
+                growth=total,
+                elem_types=list(top.elem_types),
+                chain=list(top.chain[:-1]),
+                complete=all(b.complete for b in boxes),
+                bytes=sum(b.bytes or 0.0 for b in boxes) or None,
+            )
+            if best is None or merged.len > best.len:
+                best = merged
+        return best
+
     def container_of(self, type_name: str) -> Optional[Container]:
         """The fastest-growing container whose last items are of this type."""
         tensor = type_name == "torch.Tensor"

@@ -22,7 +22,9 @@ from memprobe.analysis.hints import (
     HINT_CONTAINER,
     HINT_DETACH,
     HINT_FIGURE,
+    HINT_HOOKS,
     HINT_ITEM,
+    HINT_LRU,
     HINT_MODULE,
     HINT_NO_GRAD,
     HINT_NUMPY,
@@ -263,7 +265,7 @@ def _primary(prof: Profile) -> Optional[Culprit]:
         c = fn(prof)
         if c is not None:
             return c
-    box = prof.top_container()
+    box = prof.top_container() or prof.filled_in_turn()
     if box is not None:
         return _container(prof, box)
     top = prof.top_type()
@@ -406,7 +408,7 @@ def _tensors(prof: Profile) -> Optional[Culprit]:
     box = prof.container_of(TENSOR)
     ev = _ev(per_step=rate, tensor_bytes_per_step=round(prof.rate("tensors:cpu_bytes")))
     if box is None:  # the tensors sit inside the items of a growing container (transitions)
-        inner = prof.top_container()
+        inner = prof.top_container() or prof.filled_in_turn()
         if inner is not None:
             elem = inner.elem_types[0] if inner.elem_types else "item"
             return _make(
@@ -527,6 +529,10 @@ def _container(prof: Profile, box: Container) -> Culprit:
         hint = HINT_NUMPY
     elif elem is not None and prof.rate("modules:count") > 0 and elem == prof.growing_module_type():
         hint = HINT_MODULE
+    elif box.holder.endswith(".<lru_cache>"):
+        hint = HINT_LRU
+    elif box.holder.endswith(("._backward_hooks", "._post_accumulate_grad_hooks")):
+        hint = HINT_HOOKS
     else:
         hint = HINT_CONTAINER
     what = elem or "item"

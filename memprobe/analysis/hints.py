@@ -44,6 +44,14 @@ HINT_DETACH = (
     "boundary (`h = h.detach()`, `running = running.detach()`)"
 )
 HINT_CONTAINER = "clear it once used, or bound it: `collections.deque(maxlen=N)`"
+HINT_LRU = (
+    "an unbounded `functools.lru_cache` keyed by a value that never repeats: bound it "
+    "(`lru_cache(maxsize=N)`) or call `.cache_clear()`"
+)
+HINT_HOOKS = (
+    "hooks pile up: keep the handle `register_hook` returns and `.remove()` it, or register "
+    "the hook once outside the loop"
+)
 HINT_MODULE = (
     "old models stay alive: drop the reference (registry, 'best so far' slot, reference "
     "cycle); copy weights with `load_state_dict` instead of `copy.deepcopy`"

@@ -11,6 +11,7 @@ through the ``__dict__`` slot descriptor of the object's type, never
 from __future__ import annotations
 
 import collections
+import functools
 import gc
 import sys
 import time
@@ -34,7 +35,15 @@ _SKIP = (
 # | ("default", name) | ("genlocal", name) | ("classattr", name)
 Step = Tuple[str, Any]
 # steps that lead to the same object again later (positions in a sequence do not)
-FOLLOWABLE = frozenset(["key", "attr", "dictof", "closure", "default", "genlocal", "classattr"])
+FOLLOWABLE = frozenset(
+    ["key", "attr", "dictof", "closure", "default", "genlocal", "classattr", "lrucache"]
+)
+# functools.lru_cache's wrapper (a C type): its cache is a dict only gc can see
+LRU_WRAPPER: Any = getattr(functools, "_lru_cache_wrapper", None)
+# hook dicts a tensor keeps in C (``register_hook`` adds to them), read through the C getters
+# of torch's TensorBase: no Python code of the target runs
+_TENSOR_BASES = frozenset(["torch._C.TensorBase", "torch._C._TensorBase"])
+_TENSOR_FIELDS = ("_backward_hooks", "_post_accumulate_grad_hooks")
 
 
 def find_holders(objs: List[Any], deadline: float, exclude: Set[int]) -> List[Dict[str, Any]]:
@@ -140,6 +149,8 @@ def _render(root: str, steps: List[Step]) -> Tuple[str, List[str]]:
             part = f":{value}"  # a variable of the function, as file:function:local reads
         elif kind == "default":
             part = f"({value}=…)"
+        elif kind == "lrucache":
+            part = ".<lru_cache>"
         elif kind == "index":
             part = f"[{value}]"
         else:
@@ -198,6 +209,11 @@ def _step(ref: Any, child: Any) -> Optional[Step]:
         return None
     if cls is set or cls is frozenset:
         return ("index", "…")
+    if LRU_WRAPPER is not None and cls is LRU_WRAPPER:
+        return ("lrucache", None)
+    for name, value in c_fields(ref):
+        if value is child:
+            return ("attr", name)
     d = instance_dict(ref)
     if d is not None and d is child:
         return ("dictof", None)
@@ -230,6 +246,39 @@ def instance_dict(obj: Any) -> Optional[Dict[str, Any]]:
             return None
         return d if type(d) is dict else None
     return None
+
+
+def lru_cache_dict(wrapper: Any) -> Any:
+    """The cache of a ``functools.lru_cache`` wrapper: the dict gc sees it refer to that is
+    not its ``__dict__`` (C code of the standard library; nothing of the target runs)."""
+    if LRU_WRAPPER is None or type(wrapper) is not LRU_WRAPPER:
+        return None
+    own = instance_dict(wrapper)
+    for ref in gc.get_referents(wrapper):
+        if type(ref) is dict and ref is not own:
+            return ref
+    return None
+
+
+def c_fields(obj: Any) -> List[Tuple[str, Any]]:
+    """A tensor's hook dicts (``_backward_hooks``…), through TensorBase's C getters."""
+    bases = mro(type(obj))
+    if not any(type_name(b) in _TENSOR_BASES for b in bases):
+        return []
+    out: List[Tuple[str, Any]] = []
+    for base in bases:
+        ns = type_dict(base)
+        for name in _TENSOR_FIELDS:
+            desc = ns.get(name) if hasattr(ns, "get") else None
+            if desc is None or type(desc).__name__ != "getset_descriptor":
+                continue
+            try:
+                value = desc.__get__(obj, type(obj))
+            except Exception:  # noqa: BLE001
+                continue
+            if value is not None:
+                out.append((name, value))
+    return out
 
 
 def resolve(path: List[List[Any]], frames_by_key: Optional[Dict[Any, Any]] = None) -> Any:
@@ -267,7 +316,12 @@ def follow(obj: Any, steps: List[List[Any]]) -> Any:
             obj = instance_dict(obj)
         elif kind == "attr":
             d = instance_dict(obj)
-            obj = d.get(value) if d is not None else None
+            if d is not None and value in d:
+                obj = d.get(value)
+            else:
+                obj = dict(c_fields(obj)).get(value) if value in _TENSOR_FIELDS else None
+        elif kind == "lrucache":
+            obj = lru_cache_dict(obj)
         elif kind == "key" and type(obj) in CONTAINER_TYPES and type(obj) is not set:
             try:
                 obj = obj[value] if value in obj else None

@@ -28,7 +28,15 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from . import frames
 from .census import mro, type_dict
-from .holders import FOLLOWABLE, Step, instance_dict, result
+from .holders import (
+    FOLLOWABLE,
+    LRU_WRAPPER,
+    Step,
+    c_fields,
+    instance_dict,
+    lru_cache_dict,
+    result,
+)
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 USER_DEPTH = 3
@@ -306,10 +314,12 @@ def _children(value: Any) -> List[Tuple[Step, Any]]:
         return [(("genlocal", k), v) for k, v in items]
     if type in mro(cls):
         return _class_children(value)
+    if LRU_WRAPPER is not None and cls is LRU_WRAPPER:
+        cache = lru_cache_dict(value)
+        return [(("lrucache", None), cache)] if cache is not None else []
     d = instance_dict(value)
-    if d is None:
-        return []
-    return [(("attr", k), v) for k, v in _dict_items(d)]
+    kids = [(("attr", k), v) for k, v in _dict_items(d)] if d is not None else []
+    return kids + [(("attr", k), v) for k, v in c_fields(value)]
 
 
 def function_children(fn: types.FunctionType) -> List[Tuple[Step, Any]]:
