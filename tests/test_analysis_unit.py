@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 import pytest
@@ -431,3 +431,23 @@ def test_dips_that_jump_back_are_no_sawtooth() -> None:
     assert judge_series(x, y, "bytes", signal="rss_bytes").verdict == "leak"
     teeth = 400e6 + 1e6 * (x % 20)
     assert sawtooth_floor(x, teeth) is not None
+
+
+def test_pss_holds_no_verdict_back_once_uss_is_flat() -> None:
+    # GIVEN a process whose RSS and USS are judged flat and whose PSS wanders upwards (its
+    # share of pages shared with other processes moved)
+    from memprobe.analysis.run import _deciding, run_verdict
+    from memprobe.analysis.verdict import SignalVerdict
+
+    def v(verdict: str, **kw: Any) -> SignalVerdict:
+        return SignalVerdict(verdict, "bytes", "step", "memory", "", 40, **kw)
+
+    flat = v("no_leak")
+    wander = v("inconclusive", ci_low=1.0, slope=5000.0, substantial=True, growing=True)
+    verdicts = {(1, "rss_bytes"): flat, (1, "uss_bytes"): flat, (1, "pss_bytes"): wander}
+    # WHEN the run is called
+    # THEN PSS alone does not keep it inconclusive, unless USS does not say no leak
+    assert run_verdict(list(verdicts.values())) == "inconclusive"
+    assert run_verdict(_deciding(verdicts)) == "no_leak"
+    verdicts[(1, "uss_bytes")] = wander
+    assert run_verdict(_deciding(verdicts)) == "inconclusive"

@@ -364,6 +364,19 @@ def _backs(name: str, other: str, v: SignalVerdict) -> bool:
     return v.family == "object" or other == BLOCKS
 
 
+def _deciding(verdicts: Mapping[Tuple[int, str], SignalVerdict]) -> List[SignalVerdict]:
+    """The verdicts the run's verdict rests on. A process' PSS is its USS plus its share of
+    pages it shares with others, a share that moves whenever another process maps or drops
+    the same libraries: with its USS judged no leak, its PSS holds nothing back."""
+    out: List[SignalVerdict] = []
+    for (pid, name), v in verdicts.items():
+        uss = verdicts.get((pid, "uss_bytes"))
+        if name == "pss_bytes" and v.verdict != LEAK and uss is not None and uss.verdict == NO_LEAK:
+            continue
+        out.append(v)
+    return out
+
+
 def run_verdict(verdicts: List[SignalVerdict], min_points: int = 10) -> str:
     """leak if any counted signal leaks; no_leak once a memory signal (or most
     signals with enough samples to say anything) is judged no_leak; else inconclusive."""
@@ -399,7 +412,7 @@ def analyze(record: RunRecord, options: DetectOptions = DEFAULT_OPTIONS) -> Anal
         signals[str(proc.pid)] = {name: v.summary() for name, v in verdicts.items()}
         all_verdicts.update({(proc.pid, name): v for name, v in verdicts.items()})
         findings.extend(_process_findings(proc, verdicts, record))
-    verdict = run_verdict(list(all_verdicts.values()), options.min_points)
+    verdict = run_verdict(_deciding(all_verdicts), options.min_points)
     findings.sort(key=_finding_order)
     return Analysis(
         findings=findings,
