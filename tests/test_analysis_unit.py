@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Dict, List, Optional
 
 import numpy as np
@@ -451,3 +452,38 @@ def test_pss_holds_no_verdict_back_once_uss_is_flat() -> None:
     assert run_verdict(_deciding(verdicts)) == "no_leak"
     verdicts[(1, "uss_bytes")] = wander
     assert run_verdict(_deciding(verdicts)) == "inconclusive"
+
+
+def _census_bytes(points: List[tuple]) -> List[Dict[str, Any]]:
+    return [{"step": s, "tensors": {"bytes_by_device": {"cpu": b}}} for s, b in points]
+
+
+def test_tensor_bytes_that_keep_their_pace_back_ragged_memory() -> None:
+    from memprobe.analysis.run import _backed_by_tensor_bytes, tensor_bytes_rate
+    from memprobe.analysis.verdict import SignalVerdict
+
+    MiB = 2**20
+    # GIVEN tensor bytes climbing at an even pace (a bank grown with torch.cat), and a
+    # cache that fills fast and then slows to a stop
+    leak = _census_bytes([(5, 30 * MiB), (25, 31 * MiB), (100, 35 * MiB), (400, 49 * MiB)])
+    cache = _census_bytes([(5, 0.5 * MiB), (25, 1.9 * MiB), (100, 3.6 * MiB), (400, 3.8 * MiB)])
+    # WHEN their rate is read
+    rate = tensor_bytes_rate(leak, "step", MiB)
+    # THEN only the even climb counts
+    assert rate > 40_000 and tensor_bytes_rate(cache, "step", MiB) == 0.0
+    # AND memory rising significantly but too ragged to be clear becomes a leak beside it,
+    # while memory whose lower bound is not above zero does not
+    ragged = SignalVerdict(
+        "inconclusive",
+        "bytes",
+        "step",
+        "memory",
+        "not clear of its noise (x .. y)",
+        200,
+        slope=60_000.0,
+        ci_low=12_000.0,
+        ci_high=110_000.0,
+    )
+    flat = replace(ragged, ci_low=-1_000.0)
+    out = _backed_by_tensor_bytes({"rss_bytes": ragged, "uss_bytes": flat}, rate, DetectOptions())
+    assert out["rss_bytes"].verdict == "leak" and out["uss_bytes"].verdict == "inconclusive"

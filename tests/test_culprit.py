@@ -358,3 +358,29 @@ def test_sibling_lists_filled_in_turn_name_their_parent() -> None:
     # THEN the dict that keeps them is named, with all their items
     assert c is not None and c.holder == "ev.py:main:metrics.samples"
     assert c.evidence["container_len"] == 2180
+
+
+def test_one_tensor_that_keeps_growing_is_named() -> None:
+    # GIVEN censuses whose largest tensor gets longer each time (a memory bank grown with
+    # torch.cat), its holder named once it grew, while the tensor count stays flat
+    holder = "bank.py:main:criterion._buffers['bank']"
+
+    def grown(step: int, rows: int, named: bool) -> Dict[str, Any]:
+        entry = census(step)
+        largest: Dict[str, Any] = {"bytes": rows * 512, "shape": [rows, 128], "dtype": "float32"}
+        if named:
+            largest["holder"] = holder
+        entry["tensors"]["largest"] = largest
+        return entry
+
+    entries = [grown(5, 20000, False), grown(100, 24000, True), grown(400, 39000, True)]
+    entries.append(grown(760, 74000, True))
+    # WHEN memory grows and a culprit is looked for
+    c = culprit_for("rss_bytes", build_profile(entries))
+    # THEN the tensor is named with what it holds and the hint to cap it
+    assert c is not None and c.holder == holder and c.pattern == "growing tensor"
+    assert c.evidence["container_bytes"] == 74000 * 512
+    assert c.fix_hint is not None and "torch.cat" in c.fix_hint
+    # AND a largest tensor that stopped growing names nothing
+    entries[-1] = grown(760, 39000, True)
+    assert culprit_for("rss_bytes", build_profile(entries)) is None

@@ -22,6 +22,7 @@ from memprobe.analysis.hints import (
     HINT_CONTAINER,
     HINT_DETACH,
     HINT_FIGURE,
+    HINT_GROWING_TENSOR,
     HINT_HOOKS,
     HINT_ITEM,
     HINT_LRU,
@@ -31,6 +32,7 @@ from memprobe.analysis.hints import (
     HINT_OBJECTS,
 )
 from memprobe.analysis.holderline import grow_line
+from memprobe.analysis.wording import fmt_bytes
 from memprobe.record import Culprit as RecordCulprit
 from memprobe.record import Evidence, Finding, Process, RunRecord
 
@@ -268,8 +270,46 @@ def _primary(prof: Profile) -> Optional[Culprit]:
     box = prof.top_container() or prof.filled_in_turn()
     if box is not None:
         return _container(prof, box)
+    grown = _growing_tensor(prof)
+    if grown is not None:
+        return grown
     top = prof.top_type()
     return _of_type(prof, top) if top is not None else None
+
+
+def _growing_tensor(prof: Profile) -> Optional[Culprit]:
+    """One tensor that gets longer census after census (the agent names its holder when it
+    grew): the tensor count stays flat while tensor bytes climb."""
+    sizes: List[Tuple[float, Dict[str, Any]]] = []
+    for entry in prof.entries:
+        info = entry.get("tensors", {}).get("largest") if isinstance(entry, dict) else None
+        if isinstance(info, dict) and isinstance(info.get("bytes"), (int, float)):
+            sizes.append((float(info["bytes"]), info))
+    if len(sizes) >= 3 and sizes[-1][0] < 0.5 * sizes[-2][0]:
+        sizes = sizes[:-1]  # the program let it go at exit
+    named = [info["holder"] for _, info in sizes if isinstance(info.get("holder"), str)]
+    last = sizes[-3:]
+    if len(last) < 3 or not named or not all(b[0] > a[0] for a, b in zip(last, last[1:])):
+        return None
+    first, now = sizes[0][0], sizes[-1][0]
+    if now - first < MIN_GROWING_TENSOR_BYTES:
+        return None
+    shape = "×".join(str(n) for n in sizes[-1][1].get("shape") or []) or "?"
+    return _make(
+        prof,
+        TENSOR,
+        named[-1],
+        False,
+        "growing tensor",
+        HINT_GROWING_TENSOR,
+        f"`{named[-1]}` is one tensor that keeps growing: {fmt_bytes(first)} → "
+        f"{fmt_bytes(now)} ({shape} now) over {len(sizes)} censuses.",
+        _ev(container_bytes=now),
+        None,
+    )
+
+
+MIN_GROWING_TENSOR_BYTES = 4 * 2**20
 
 
 def _graphs(prof: Profile) -> Optional[Culprit]:

@@ -44,6 +44,10 @@ HINT_DETACH = (
     "boundary (`h = h.detach()`, `running = running.detach()`)"
 )
 HINT_CONTAINER = "clear it once used, or bound it: `collections.deque(maxlen=N)`"
+HINT_GROWING_TENSOR = (
+    "one tensor is rebuilt longer every step (`bank = torch.cat([bank, x])`): keep only the "
+    "last N rows (`bank = bank[-N:]`) or fill a preallocated ring buffer in place"
+)
 HINT_LRU = (
     "an unbounded `functools.lru_cache` keyed by a value that never repeats: bound it "
     "(`lru_cache(maxsize=N)`) or call `.cache_clear()`"

@@ -132,6 +132,10 @@ def judge_process(
         for name in prepared:
             if not _counts_items(name) and out[name].verdict == INCONCLUSIVE:
                 out[name] = judge(name, memory)
+    climb = tensor_bytes_rate(process.census, axis, options.min_growth_bytes)
+    filling = any(b[1] < b[2] for b in deque_bounds(process.census).values())
+    if climb > 0 and not filling:
+        out = _backed_by_tensor_bytes(out, climb, options)
     items, items_growth = items_bytes_rate(process.census, axis)
     # the items' bytes back the counts when they grow at a rate that counts and by an amount
     # that counts (what 50 kept predictions of 256 B add up to does not)
@@ -255,29 +259,87 @@ def _accumulates(verdicts: Dict[str, SignalVerdict]) -> bool:
     )
 
 
+def _backed_by_tensor_bytes(
+    verdicts: Dict[str, SignalVerdict], climb: float, options: DetectOptions
+) -> Dict[str, SignalVerdict]:
+    """Process memory that rises significantly at a rate that counts, while the tensors'
+    bytes climbed at every one of the last censuses at a comparable rate (a quarter of it
+    or more), is a leak even when its allocator makes it too ragged to be clear of its own
+    noise: two independent measurements agree."""
+    out = dict(verdicts)
+    for name, v in verdicts.items():
+        if v.family != "memory" or v.verdict != INCONCLUSIVE or name.startswith("cuda:"):
+            continue
+        if not (v.ci_low > 0 and v.slope >= options.rate_threshold(v.unit, v.axis, v.family)):
+            continue
+        if climb < 0.25 * v.slope:
+            continue
+        out[name] = replace(
+            v,
+            verdict=LEAK,
+            confidence=max(v.confidence, 0.9),
+            substantial=True,
+            growing=True,
+            reason=f"{v.reason.split(' (')[0].replace('not clear of its noise', 'grows')} "
+            "with the tensors' bytes climbing at every census",
+            needed=None,
+        )
+    return out
+
+
+def tensor_bytes_rate(census: Sequence[Mapping[str, Any]], axis: str, min_growth: float) -> float:
+    """The tensors' bytes per step (per second without steps) from the first to the last
+    census, when they climbed at each of the last three (``tensor_bytes_climb``); else 0."""
+    pts = _tensor_bytes(census, axis)
+    if not _climbs(pts, min_growth) or pts[-1][0] <= pts[0][0]:
+        return 0.0
+    return (pts[-1][1] - pts[0][1]) / (pts[-1][0] - pts[0][0])
+
+
 def tensor_bytes_climb(census: Sequence[Mapping[str, Any]], min_growth: float) -> bool:
     """The tensors' bytes rose at each of the last three censuses, by at least
-    ``min_growth`` and a tenth in all: tensor storage accumulates even when the tensor count
-    does not (a memory bank grown with ``torch.cat``, one tensor that gets longer). A few
-    censuses cannot make a verdict of their own; they tell memory that rises with them
-    from an allocator's random walk."""
-    values: List[float] = []
+    ``min_growth`` and a tenth in all, and not slowing to a stop (the last rise at half the
+    rate of the one before or more: a cache that fills slows down, a leak keeps its pace).
+    Tensor storage accumulates even when the tensor count does not (a memory bank grown
+    with ``torch.cat``, one tensor that gets longer). A few censuses cannot make a verdict
+    of their own; they tell memory that rises with them from an allocator's random walk."""
+    axis = "step" if sum(isinstance(_x(e, "step"), float) for e in census) >= 2 else "time"
+    return _climbs(_tensor_bytes(census, axis), min_growth)
+
+
+def _x(entry: Any, key: str) -> Optional[float]:
+    v = entry.get(key) if isinstance(entry, dict) else None
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _tensor_bytes(census: Sequence[Mapping[str, Any]], axis: str) -> List[Tuple[float, float]]:
+    pts: List[Tuple[float, float]] = []
     for entry in census:
         tensors = entry.get("tensors") if isinstance(entry, dict) else None
         by_device = tensors.get("bytes_by_device") if isinstance(tensors, dict) else None
+        x = _x(entry, "step" if axis == "step" else "t")
+        if not isinstance(by_device, dict) or x is None:
+            continue
         total = sum(
             float(b)
-            for b in (by_device.values() if isinstance(by_device, dict) else [])
+            for b in by_device.values()
             if isinstance(b, (int, float)) and not isinstance(b, bool)
         )
-        if isinstance(by_device, dict):
-            values.append(total)
-    if len(values) < 4:
+        pts.append((x, total))
+    return pts
+
+
+def _climbs(pts: List[Tuple[float, float]], min_growth: float) -> bool:
+    if len(pts) < 4:
         return False
-    last = values[-4:]
-    rising = all(b > a for a, b in zip(last, last[1:]))
-    grown = values[-1] - values[0]
-    return rising and grown >= min_growth and grown >= 0.1 * max(values[0], 1.0)
+    last = pts[-4:]
+    if not all(b[1] > a[1] and b[0] > a[0] for a, b in zip(last, last[1:])):
+        return False
+    rates = [(b[1] - a[1]) / (b[0] - a[0]) for a, b in zip(last, last[1:])]
+    grown = pts[-1][1] - pts[0][1]
+    return (
+        rates[-1] >= 0.5 * rates[-2] and grown >= min_growth and grown >= 0.1 * max(pts[0][1], 1.0)
+    )
 
 
 def carried_in_census(census: Sequence[Mapping[str, Any]]) -> bool:

@@ -207,7 +207,11 @@ def take(
     del wrappers
     tensors = by_kind.get("tensor")
     if tensors is not None or "torch" in sys.modules:
-        holding = _tensor_stats(tensors or [], kinds, stride, v, payload, deadline, truncated)
+        holding, largest = _tensor_stats(
+            tensors or [], kinds, stride, v, payload, deadline, truncated
+        )
+        _name_largest(largest, payload, name)
+        del largest
         names_of: Dict[int, str] = {}
         if name is not None and holding:
             names_of = name({id(t) for t in holding})
@@ -301,6 +305,30 @@ def _roots(
     return list(fns.values()), owners, complete
 
 
+# the bytes of the largest tensor at the last census: one that keeps growing is named
+_LARGEST = [0]
+_MiB = 1 << 20
+
+
+def _name_largest(
+    largest: Any,
+    payload: Dict[str, Any],
+    name: Optional[Callable[[Set[int]], Dict[int, str]]],
+) -> None:
+    """Name the holder of the largest tensor when it grew by a MiB or more since the last
+    census (``bank = torch.cat([bank, z])``: the tensor count stays, its bytes climb)."""
+    info = payload.get("tensors", {}).get("largest")
+    if largest is None or not isinstance(info, dict):
+        return
+    nbytes = int(info.get("bytes", 0))
+    grew = nbytes - _LARGEST[0] >= _MiB and _LARGEST[0] > 0
+    _LARGEST[0] = nbytes
+    if grew and name is not None:
+        holder = name({id(largest)}).get(id(largest))
+        if holder:
+            info["holder"] = holder
+
+
 def _tensor_stats(
     tensors: List[Any],
     kinds: Kinds,
@@ -309,15 +337,18 @@ def _tensor_stats(
     payload: Dict[str, Any],
     deadline: float,
     truncated: List[str],
-) -> List[Any]:
+) -> Tuple[List[Any], Any]:
     """Count and bytes by device/dtype (each storage once); returns the tensors that hold
-    an autograd graph, found without reading ``grad_fn`` (see graphs.py)."""
+    an autograd graph, found without reading ``grad_fn`` (see graphs.py), and the tensor
+    (not a parameter) that reaches the most bytes."""
     torch = sys.modules.get("torch")
     ctx = getattr(getattr(torch, "_C", None), "DisableTorchFunctionSubclass", None)
     extent: Dict[Tuple[str, int], int] = {}  # (device, storage base address) -> bytes used
     kind_of: Dict[Tuple[str, int], Tuple[str, bool]] = {}
     by: Dict[Tuple[str, str], List[int]] = {}
     holding: List[Any] = []
+    largest: Any = None
+    largest_bytes = 0
     grad_fn_count = 0
     done = 0
     guard = ctx() if ctx is not None else _Null()
@@ -347,6 +378,8 @@ def _tensor_stats(
             if reach * size > extent.get(key, 0):
                 extent[key] = reach * size
                 kind_of[key] = (dtype, type(t) in kinds.param_types)
+            if reach * size > largest_bytes and type(t) not in kinds.param_types:
+                largest, largest_bytes = t, reach * size
     dev_bytes: Dict[str, int] = collections.defaultdict(int)
     param_bytes = 0
     for (dev, _), nbytes in extent.items():
@@ -373,7 +406,17 @@ def _tensor_stats(
             for (d, dt), r in sorted(by.items(), key=lambda kv: -kv[1][1])[:12]
         ],
     }
-    return holding
+    if largest is not None:
+        try:
+            payload["tensors"]["largest"] = {
+                "bytes": largest_bytes,
+                "shape": list(largest.shape),
+                "dtype": str(largest.dtype).replace("torch.", ""),
+                "device": str(largest.device),
+            }
+        except Exception:  # noqa: BLE001
+            largest = None
+    return holding, largest
 
 
 class _Null:
