@@ -51,9 +51,9 @@ class TrackError(MemprobeError):
 class TrackOptions:
     """The agent's settings (those of ``memprobe run``'s options of the same names)."""
 
-    sample_interval_s: float = 0.1
-    idle_interval_s: float = 0.1
-    overhead_budget: float = 0.03
+    sample_interval_s: float = wire.DEFAULT_SAMPLE_INTERVAL_S
+    idle_interval_s: float = wire.DEFAULT_IDLE_INTERVAL_S
+    overhead_budget: float = wire.DEFAULT_OVERHEAD_BUDGET
     census: bool = True
     tracemalloc: str = "auto"
     keep_run_dir: bool = False  # leave the wire files behind (``Run.run_dir``)

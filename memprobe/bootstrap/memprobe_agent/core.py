@@ -67,7 +67,9 @@ class Agent:
         # a forked child starts with no watches: measuring the parent's objects there would
         # copy the pages it shares with its parent (see expensive.py)
         self.watches = watching.Watches(
-            float(self.config.get("overhead_budget", 0.03)), self.sample_interval, self.event
+            float(self.config.get("overhead_budget", wire.DEFAULT_OVERHEAD_BUDGET)),
+            self.sample_interval,
+            self.event,
         )
         self.emit(self.ident.header(self.t0, forked_from))
         self.expensive = expensive.Expensive(self)
