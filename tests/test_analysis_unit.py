@@ -487,3 +487,25 @@ def test_tensor_bytes_that_keep_their_pace_back_ragged_memory() -> None:
     flat = replace(ragged, ci_low=-1_000.0)
     out = _backed_by_tensor_bytes({"rss_bytes": ragged, "uss_bytes": flat}, rate, DetectOptions())
     assert out["rss_bytes"].verdict == "leak" and out["uss_bytes"].verdict == "inconclusive"
+
+
+def test_tensor_bytes_climbing_evenly_over_spaced_censuses_are_a_leak() -> None:
+    from memprobe.analysis.run import _even_tensor_climb
+    from memprobe.analysis.verdict import SignalVerdict
+
+    MiB = 2**20
+    few = SignalVerdict("inconclusive", "bytes", "step", "memory", "only 5 samples", 5)
+    # GIVEN tensor bytes at censuses 5, 25, 100, 400, 734 steps: +48 KiB a step all along
+    steps = [5, 25, 100, 400, 734]
+    even = _census_bytes([(s, 30 * MiB + 48 * 1024 * s) for s in steps])
+    # AND a cache that fills fast, then slower and slower
+    slowing = _census_bytes(
+        [(5, 1 * MiB), (25, 8 * MiB), (100, 20 * MiB), (400, 30 * MiB), (734, 34 * MiB)]
+    )
+    # WHEN judged from these few censuses alone
+    leak = _even_tensor_climb({"tensors:cpu_bytes": few}, even, "step", MiB)
+    cache = _even_tensor_climb({"tensors:cpu_bytes": few}, slowing, "step", MiB)
+    # THEN the even climb is a leak at its rate, the slowing one stays inconclusive
+    assert leak["tensors:cpu_bytes"].verdict == "leak"
+    assert abs((leak["tensors:cpu_bytes"].slope_per_step or 0) - 48 * 1024) < 1
+    assert cache["tensors:cpu_bytes"].verdict == "inconclusive"

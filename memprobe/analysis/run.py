@@ -136,6 +136,7 @@ def judge_process(
     filling = any(b[1] < b[2] for b in deque_bounds(process.census).values())
     if climb > 0 and not filling:
         out = _backed_by_tensor_bytes(out, climb, options)
+        out = _even_tensor_climb(out, process.census, axis, options.min_growth_bytes)
     items, items_growth = items_bytes_rate(process.census, axis)
     # the items' bytes back the counts when they grow at a rate that counts and by an amount
     # that counts (what 50 kept predictions of 256 B add up to does not)
@@ -284,6 +285,58 @@ def _backed_by_tensor_bytes(
             "with the tensors' bytes climbing at every census",
             needed=None,
         )
+    return out
+
+
+def _even_tensor_climb(
+    verdicts: Dict[str, SignalVerdict],
+    census: Sequence[Mapping[str, Any]],
+    axis: str,
+    min_growth: float,
+) -> Dict[str, SignalVerdict]:
+    """Tensor bytes that climbed at every one of the last four censuses at an even pace
+    (each rise within a factor of two of the others per step, though the censuses are
+    spaced 5, 25, 100, 400 steps apart) by four times what counts: a leak on their own,
+    however few the censuses. A filling cache slows down between far-apart censuses,
+    a warm-up stops; linear growth over two orders of magnitude of steps does neither."""
+    name = "tensors:cpu_bytes"
+    v = verdicts.get(name)
+    pts = _tensor_bytes(census, axis)
+    if v is None or v.verdict != INCONCLUSIVE or len(pts) < 5:
+        return verdicts
+    last = pts[-5:]
+    if not all(b[1] > a[1] and b[0] > a[0] for a, b in zip(last, last[1:])):
+        return verdicts
+    rates = [(b[1] - a[1]) / (b[0] - a[0]) for a, b in zip(last, last[1:])]
+    grown = last[-1][1] - last[0][1]
+    if min(rates) < 0.5 * max(rates) or grown < 4 * min_growth:
+        return verdicts
+    rate = (last[-1][1] - last[0][1]) / (last[-1][0] - last[0][0])
+    seconds = _tensor_bytes(census, "time")
+    per_s = None
+    if len(seconds) >= 2 and seconds[-1][0] > seconds[-5 if len(seconds) >= 5 else 0][0]:
+        first = seconds[-5 if len(seconds) >= 5 else 0]
+        per_s = (seconds[-1][1] - first[1]) / (seconds[-1][0] - first[0])
+    out = dict(verdicts)
+    out[name] = replace(
+        v,
+        verdict=LEAK,
+        slope=rate,
+        slope_per_step=rate if axis == "step" else None,
+        slope_per_s=per_s if axis == "step" else rate,
+        ci_low=min(rates),
+        ci_high=max(rates),
+        confidence=0.95,
+        growth=grown,
+        growing=True,
+        substantial=True,
+        last_value=last[-1][1],
+        x0=last[0][0],
+        x_end=last[-1][0],
+        intercept=last[0][1],
+        reason=f"climbs at an even pace at each of the last {len(rates)} censuses",
+        needed=None,
+    )
     return out
 
 
