@@ -14,6 +14,7 @@ from memprobe.bootstrap.memprobe_agent import (
     census,
     cheap,
     containers,
+    expensive,
     graphs,
     holders,
     roots,
@@ -393,3 +394,15 @@ def test_holders_inside_an_lru_cache_and_a_tensors_hooks() -> None:
     assert again[0] is cache and again[1] is hooks
     assert up[0]["holder"].endswith("table.<lru_cache>")
     assert up[1]["holder"].endswith("weight._backward_hooks")
+
+
+def test_a_bounded_deque_filling_opens_no_tracemalloc_window() -> None:
+    # GIVEN a census that saw a deque(maxlen=1000) gain 300 items (rich's progress samples)
+    # and, separately, an unbounded list gain as many
+    bounded = {"holder": "progress._tasks[0]._progress", "grew": 300, "maxlen": 1000}
+    unbounded = {"holder": "main:losses", "grew": 300, "maxlen": None}
+    state = types.SimpleNamespace(prev_v={})
+    # WHEN the auto mode asks whether to trace a window
+    # THEN only the unbounded growth is suspicious
+    assert not expensive.Expensive._suspicious(state, {}, [bounded])  # type: ignore[arg-type]
+    assert expensive.Expensive._suspicious(state, {}, [unbounded])  # type: ignore[arg-type]

@@ -435,7 +435,12 @@ class Expensive:
             types.setdefault(name, {"count": n})
 
     def _suspicious(self, v: Dict[str, float], entries: List[Dict[str, Any]]) -> bool:
-        if any(e.get("grew", 0) >= SUSPICIOUS_DELTA and not e.get("scalar") for e in entries):
+        # a bounded deque filling up (rich's progress samples, a replay buffer) is not: it
+        # stops at its maxlen, and tracing a window for it slows the program for nothing
+        if any(
+            e.get("grew", 0) >= SUSPICIOUS_DELTA and not e.get("scalar") and e.get("maxlen") is None
+            for e in entries
+        ):
             return True
         keys = (
             "tensors:grad_fn_count",
