@@ -155,9 +155,14 @@ def _active_holders(pid: int, verdicts: Mapping[Tuple[int, str], Any]) -> Set[st
     for (p, signal), v in verdicts.items():
         if p != pid or not signal.startswith("container:"):
             continue
-        if v.verdict == "leak" or (v.ci_low > 0 and not v.plateau):
+        if _still_rising(v):
             out.add(signal[len("container:") :].rsplit(":", 1)[0])
     return out
+
+
+def _still_rising(v: Any) -> bool:
+    """A leak, or rising at the detector's confidence without having stopped."""
+    return bool(v.verdict == "leak" or (v.ci_low > 0 and not v.plateau))
 
 
 def _settled_types(pid: int, verdicts: Mapping[Tuple[int, str], Any]) -> Set[str]:
@@ -168,7 +173,7 @@ def _settled_types(pid: int, verdicts: Mapping[Tuple[int, str], Any]) -> Set[str
     for (p, signal), v in verdicts.items():
         if p != pid or not signal.startswith("objects:"):
             continue
-        if v.verdict != "leak" and not (v.ci_low > 0 and not v.plateau):
+        if not _still_rising(v):
             out.add(signal[len("objects:") :])
     return out
 

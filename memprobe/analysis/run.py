@@ -117,11 +117,10 @@ def judge_process(
             limit = options.growth_threshold(short.unit, level, short.family)
             if short.verdict == NO_LEAK and short.ci_high * options.min_span_seconds < limit:
                 out[name] = short
-    if (
-        _accumulates(out)
-        or carried_in_census(process.census)
-        or tensor_bytes_climb(process.census, options.min_growth_bytes)
-    ):
+    # tensor storage that keeps climbing (a bank grown with torch.cat: the count stays)
+    climb = tensor_bytes_rate(process.census, axis, options.min_growth_bytes)
+    bounds = deque_bounds(process.census)
+    if _accumulates(out) or carried_in_census(process.census) or climb > 0:
         # something accumulates: memory that grows with it is less likely a random walk
         # (half the clearance over its noise band) and, without steps, needs the short
         # span only
@@ -132,8 +131,7 @@ def judge_process(
         for name in prepared:
             if not _counts_items(name) and out[name].verdict == INCONCLUSIVE:
                 out[name] = judge(name, memory)
-    climb = tensor_bytes_rate(process.census, axis, options.min_growth_bytes)
-    filling = any(b[1] < b[2] for b in deque_bounds(process.census).values())
+    filling = any(length < maxlen for _, length, maxlen in bounds.values())
     if climb > 0 and not filling:
         out = _backed_by_tensor_bytes(out, climb, options)
         out = _even_tensor_climb(out, process.census, axis, options.min_growth_bytes)
@@ -143,7 +141,7 @@ def judge_process(
     heavy_items = (
         items >= options.rate_threshold("bytes", axis) and items_growth >= options.min_growth_bytes
     )
-    out = bounded_fill(out, deque_bounds(process.census))
+    out = bounded_fill(out, bounds)
     return corroborate(out, carried_in_census(process.census), heavy_items)
 
 
@@ -305,18 +303,12 @@ def _even_tensor_climb(
     if v is None or v.verdict != INCONCLUSIVE or len(pts) < 5:
         return verdicts
     last = pts[-5:]
-    if not all(b[1] > a[1] and b[0] > a[0] for a, b in zip(last, last[1:])):
-        return verdicts
-    rates = [(b[1] - a[1]) / (b[0] - a[0]) for a, b in zip(last, last[1:])]
+    rates = _rising_rates(last)
     grown = last[-1][1] - last[0][1]
-    if min(rates) < 0.5 * max(rates) or grown < 4 * min_growth:
+    if not rates or min(rates) < 0.5 * max(rates) or grown < 4 * min_growth:
         return verdicts
-    rate = (last[-1][1] - last[0][1]) / (last[-1][0] - last[0][0])
-    seconds = _tensor_bytes(census, "time")
-    per_s = None
-    if len(seconds) >= 2 and seconds[-1][0] > seconds[-5 if len(seconds) >= 5 else 0][0]:
-        first = seconds[-5 if len(seconds) >= 5 else 0]
-        per_s = (seconds[-1][1] - first[1]) / (seconds[-1][0] - first[0])
+    rate = _overall_rate(last)
+    per_s = _overall_rate(_tensor_bytes(census, "time")[-5:]) or None
     out = dict(verdicts)
     out[name] = replace(
         v,
@@ -342,22 +334,23 @@ def _even_tensor_climb(
 
 def tensor_bytes_rate(census: Sequence[Mapping[str, Any]], axis: str, min_growth: float) -> float:
     """The tensors' bytes per step (per second without steps) from the first to the last
-    census, when they climbed at each of the last three (``tensor_bytes_climb``); else 0."""
+    census, when they climbed at each of the last three (``_climbs``); else 0."""
     pts = _tensor_bytes(census, axis)
-    if not _climbs(pts, min_growth) or pts[-1][0] <= pts[0][0]:
+    return _overall_rate(pts) if _climbs(pts, min_growth) else 0.0
+
+
+def _overall_rate(pts: List[Tuple[float, float]]) -> float:
+    """From the first point to the last, per unit of x; 0 without a span."""
+    if len(pts) < 2 or pts[-1][0] <= pts[0][0]:
         return 0.0
     return (pts[-1][1] - pts[0][1]) / (pts[-1][0] - pts[0][0])
 
 
-def tensor_bytes_climb(census: Sequence[Mapping[str, Any]], min_growth: float) -> bool:
-    """The tensors' bytes rose at each of the last three censuses, by at least
-    ``min_growth`` and a tenth in all, and not slowing to a stop (the last rise at half the
-    rate of the one before or more: a cache that fills slows down, a leak keeps its pace).
-    Tensor storage accumulates even when the tensor count does not (a memory bank grown
-    with ``torch.cat``, one tensor that gets longer). A few censuses cannot make a verdict
-    of their own; they tell memory that rises with them from an allocator's random walk."""
-    axis = "step" if sum(isinstance(_x(e, "step"), float) for e in census) >= 2 else "time"
-    return _climbs(_tensor_bytes(census, axis), min_growth)
+def _rising_rates(pts: List[Tuple[float, float]]) -> List[float]:
+    """The rate of each rise between consecutive points; [] unless every one rises."""
+    if not all(b[1] > a[1] and b[0] > a[0] for a, b in zip(pts, pts[1:])):
+        return []
+    return [(b[1] - a[1]) / (b[0] - a[0]) for a, b in zip(pts, pts[1:])]
 
 
 def _x(entry: Any, key: str) -> Optional[float]:
@@ -383,12 +376,15 @@ def _tensor_bytes(census: Sequence[Mapping[str, Any]], axis: str) -> List[Tuple[
 
 
 def _climbs(pts: List[Tuple[float, float]], min_growth: float) -> bool:
-    if len(pts) < 4:
+    """The tensors' bytes rose at each of the last three censuses, by at least
+    ``min_growth`` and a tenth in all, and not slowing to a stop (the last rise at half the
+    rate of the one before or more: a cache that fills slows down, a leak keeps its pace).
+    Tensor storage accumulates even when the tensor count does not (a memory bank grown
+    with ``torch.cat``, one tensor that gets longer). A few censuses cannot make a verdict
+    of their own; they tell memory that rises with them from an allocator's random walk."""
+    rates = _rising_rates(pts[-4:]) if len(pts) >= 4 else []
+    if not rates:
         return False
-    last = pts[-4:]
-    if not all(b[1] > a[1] and b[0] > a[0] for a, b in zip(last, last[1:])):
-        return False
-    rates = [(b[1] - a[1]) / (b[0] - a[0]) for a, b in zip(last, last[1:])]
     grown = pts[-1][1] - pts[0][1]
     return (
         rates[-1] >= 0.5 * rates[-2] and grown >= min_growth and grown >= 0.1 * max(pts[0][1], 1.0)
