@@ -116,6 +116,7 @@ def take(
     deadline_s: float,
     want: FrozenSet[str] = frozenset(),
     name: Optional[Callable[[Set[int]], Dict[int, str]]] = None,
+    largest_before: int = 0,
 ) -> Dict[str, Any]:
     """One census. Returns {"v": signals, "payload": details, "containers": {id: obj},
     "lengths": {id: len}, "graph_roots": [(grad_fn, a tensor holding it, its holder or None)],
@@ -210,7 +211,7 @@ def take(
         holding, largest = _tensor_stats(
             tensors or [], kinds, stride, v, payload, deadline, truncated
         )
-        _name_largest(largest, payload, name)
+        _name_largest(largest, payload, name, largest_before)
         del largest
         names_of: Dict[int, str] = {}
         if name is not None and holding:
@@ -305,8 +306,6 @@ def _roots(
     return list(fns.values()), owners, complete
 
 
-# the bytes of the largest tensor at the last census: one that keeps growing is named
-_LARGEST = [0]
 _MiB = 1 << 20
 
 
@@ -314,15 +313,15 @@ def _name_largest(
     largest: Any,
     payload: Dict[str, Any],
     name: Optional[Callable[[Set[int]], Dict[int, str]]],
+    before: int,
 ) -> None:
     """Name the holder of the largest tensor when it grew by a MiB or more since the last
-    census (``bank = torch.cat([bank, z])``: the tensor count stays, its bytes climb)."""
+    census (``before``: its bytes then; ``bank = torch.cat([bank, z])``: the tensor count
+    stays, its bytes climb)."""
     info = payload.get("tensors", {}).get("largest")
     if largest is None or not isinstance(info, dict):
         return
-    nbytes = int(info.get("bytes", 0))
-    grew = nbytes - _LARGEST[0] >= _MiB and _LARGEST[0] > 0
-    _LARGEST[0] = nbytes
+    grew = before > 0 and int(info.get("bytes", 0)) - before >= _MiB
     if grew and name is not None:
         holder = name({id(largest)}).get(id(largest))
         if holder:

@@ -97,6 +97,7 @@ class Expensive:
         self.census_due = now + TICK_AFTER_S
         self.tick_forced_at = now + TICK_AFTER_S + TICK_SECOND_S
         self.based = False
+        self.largest_before = 0  # bytes of the largest tensor at the last census
         self.poll_due = float("inf")
         self.tm_allowed = now
         self.seq = 0
@@ -252,11 +253,15 @@ class Expensive:
             self.deadline_s,
             frozenset(self.watched_types),
             lambda ids: {k: r["holder"] for k, r in roots.search(ids, holder_deadline).items()},
+            self.largest_before,
         )
         live = res.pop("live", {})
         v: Dict[str, float] = res["v"]
         payload: Dict[str, Any] = res["payload"]
         counts: Dict[str, int] = payload.pop("_counts")
+        largest = (payload.get("tensors") or {}).get("largest")
+        if isinstance(largest, dict):
+            self.largest_before = int(largest.get("bytes", 0))
         if self.stopping():
             del res
             return

@@ -42,7 +42,6 @@ FOLLOWABLE = frozenset(
 LRU_WRAPPER: Any = getattr(functools, "_lru_cache_wrapper", None)
 # hook dicts a tensor keeps in C (``register_hook`` adds to them), read through the C getters
 # of torch's TensorBase: no Python code of the target runs
-_TENSOR_BASES = frozenset(["torch._C.TensorBase", "torch._C._TensorBase"])
 _TENSOR_FIELDS = ("_backward_hooks", "_post_accumulate_grad_hooks")
 
 
@@ -261,24 +260,37 @@ def lru_cache_dict(wrapper: Any) -> Any:
 
 
 def c_fields(obj: Any) -> List[Tuple[str, Any]]:
-    """A tensor's hook dicts (``_backward_hooks``…), through TensorBase's C getters."""
-    bases = mro(type(obj))
-    if not any(type_name(b) in _TENSOR_BASES for b in bases):
+    """A tensor's hook dicts (``_backward_hooks``…), through TensorBase's C getters.
+
+    Called for every instance the holder walks pass: one membership test in the type's mro
+    for anything that is not a tensor."""
+    base = _tensor_base()
+    if base is None or base not in mro(type(obj)):
         return []
+    ns = type_dict(base)
     out: List[Tuple[str, Any]] = []
-    for base in bases:
-        ns = type_dict(base)
-        for name in _TENSOR_FIELDS:
-            desc = ns.get(name) if hasattr(ns, "get") else None
-            if desc is None or type(desc).__name__ != "getset_descriptor":
-                continue
-            try:
-                value = desc.__get__(obj, type(obj))
-            except Exception:  # noqa: BLE001
-                continue
-            if value is not None:
-                out.append((name, value))
+    for name in _TENSOR_FIELDS:
+        desc = ns.get(name) if hasattr(ns, "get") else None
+        if desc is None or type(desc).__name__ != "getset_descriptor":
+            continue
+        try:
+            value = desc.__get__(obj, type(obj))
+        except Exception:  # noqa: BLE001
+            continue
+        if value is not None:
+            out.append((name, value))
     return out
+
+
+def _tensor_base() -> Any:
+    """torch's ``TensorBase`` class where the target has imported torch (never imported
+    here), or None."""
+    torch_c = sys.modules.get("torch._C")
+    if type(torch_c) is not types.ModuleType:
+        return None
+    ns = vars(torch_c)
+    base = ns.get("TensorBase") or ns.get("_TensorBase")
+    return base if isinstance(base, type) else None
 
 
 def resolve(path: List[List[Any]], frames_by_key: Optional[Dict[Any, Any]] = None) -> Any:
