@@ -19,6 +19,7 @@ from memprobe.bootstrap.memprobe_agent import (
     holders,
     roots,
 )
+from memprobe.bootstrap.memprobe_agent.interrupts import Interrupts
 
 torch = pytest.importorskip("torch")
 
@@ -267,6 +268,7 @@ class FakeAgent:
         self.steps = 0
         self.messages: List[Dict[str, Any]] = []
         self.live = cheap.LiveCounts()
+        self.interrupts = Interrupts()
 
     def emit(self, message: Dict[str, Any]) -> None:
         self.messages.append(message)

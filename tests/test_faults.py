@@ -27,7 +27,7 @@ from faultutil import (
     wait_ready,
 )
 
-from conftest import cli_env, load, run_cli, validate
+from conftest import cli_env, load, main_process, run_cli, validate
 from memprobe.collect.rebuild import rebuild
 from memprobe.launch.limits import oom_kill_count
 
@@ -39,6 +39,11 @@ OOM_READABLE = oom_kill_count() is not None
 def _finish(proc: subprocess.Popen[str], timeout: float = 60) -> tuple[int, str, str]:
     out, err = proc.communicate(timeout=timeout)
     return proc.returncode, out, err
+
+
+def main_census(record: Dict[str, Any]) -> list:
+    census: list = main_process(record).get("census") or []
+    return census
 
 
 def _assert_signal_record(record: Dict[str, Any], sig: int) -> None:
@@ -136,6 +141,22 @@ def test_ctrl_c_reaches_the_target_and_memprobe_keeps_the_run(tmp_path: Path, sc
     validate(record, schema)
     _assert_signal_record(record, signal.SIGINT)
     assert len(rss_points(record)) >= 5
+
+
+def test_ctrl_c_during_a_census_lands_in_the_programs_own_code(tmp_path: Path) -> None:
+    # GIVEN a loop whose SIGINT arrives while the agent's census runs in its main thread
+    # (a watcher thread in the script sends it once it sees census.py on the main stack)
+    script = Path(__file__).parent / "scripts" / "ctrl_c_in_census.py"
+    res = run_cli(["run", "--no-live", "-o", str(tmp_path / "r.json"), str(script)], tmp_path)
+    # THEN the program's own handler gets the KeyboardInterrupt, raised in its own code
+    # (the census held it back and handed it on): no frame of memprobe in its traceback,
+    # as in a plain run, and the run goes on to its record
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "SENT True" in res.stdout, res.stdout
+    line = next(x for x in res.stdout.splitlines() if x.startswith("INTERRUPTED at"))
+    assert line.endswith("ctrl_c_in_census.py"), line
+    record = load(tmp_path / "r.json")
+    assert any(c.get("step") for c in main_census(record)), "the census it held SIGINT for"
 
 
 def test_ctrl_c_handled_by_the_target_gives_its_exit_code(tmp_path: Path, schema: dict) -> None:

@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, Optional, Set
 
-from . import cheap, expensive, identity, relay, stepon, watching, wire, workerdata
+from . import cheap, expensive, identity, interrupts, relay, stepon, watching, wire, workerdata
 
 _agent: Optional[Agent] = None
 JOIN_AT_EXIT_S = 2.0
@@ -44,6 +44,8 @@ class Agent:
         self.disabled: Set[str] = set()
         self.relay = relay.from_config(config) if forked_from is None else None
         self.step_on: Optional[stepon.StepOn] = None
+        # a Ctrl-C held back while a census runs in the main thread (see interrupts.py)
+        self.interrupts = interrupts.Interrupts()
         self._open(forked_from)
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -239,6 +241,8 @@ class Agent:
         poll = 0.02
         while not self._stop.wait(poll):
             try:
+                if self.interrupts.pending:
+                    self.interrupts.deliver()
                 if not _hook_registered:
                     self.ensure_hook()
                 else:

@@ -174,7 +174,8 @@ class Expensive:
 
     def _due(self, step: Optional[int], now: float, force: bool) -> None:
         if self.tm.active and self.tm.mode == "auto" and self.tm.due(step or 0, now):
-            result = self._end_window(step, now)
+            with self.agent.interrupts.held():
+                result = self._end_window(step, now)
             if result is not None:  # its own line: a census here would cost outside the budget
                 self.agent.emit(
                     {
@@ -187,7 +188,8 @@ class Expensive:
                 )
         tracing = self.tm.active and self.tm.mode == "auto"
         if force or (now >= self.census_due and not tracing):  # a census under tracemalloc
-            self._census(step, now, None)  # would run many times slower
+            with self.agent.interrupts.held():  # would run many times slower
+                self._census(step, now, None)
         elif now >= self.poll_due:
             self._poll(step, now)
         window = now + 0.1 if self.tm.active and self.tm.mode == "auto" else float("inf")
