@@ -7,24 +7,71 @@ No I/O, no clock, no terminal: samples in, findings out.
   returns an :class:`Analysis` (findings, run verdict, per-signal summaries);
 - :class:`LiveJudge` keeps verdicts stable while a run grows (the live table);
 - :class:`DetectOptions` holds every threshold, with documented defaults.
+
+The names are loaded when first used (PEP 562): the statistics need scipy, whose import
+takes about a second, and ``memprobe run`` starts the target before it pays for that
+(``from memprobe.analysis.series import unit_of`` loads no scipy).
 """
 
 from __future__ import annotations
 
-from memprobe.analysis.findings import describe, rate_text
-from memprobe.analysis.live import LiveJudge
-from memprobe.analysis.options import DetectOptions
-from memprobe.analysis.projection import limit_for, project_oom
-from memprobe.analysis.run import Analysis, analyze, process_axis, run_verdict
-from memprobe.analysis.series import family_of, prepare, unit_of
-from memprobe.analysis.verdict import (
-    INCONCLUSIVE,
-    LEAK,
-    NO_LEAK,
-    SignalVerdict,
-    judge_series,
-)
-from memprobe.analysis.wording import fmt_bytes
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memprobe.analysis.findings import describe, rate_text
+    from memprobe.analysis.live import LiveJudge
+    from memprobe.analysis.options import DetectOptions
+    from memprobe.analysis.projection import limit_for, project_oom
+    from memprobe.analysis.run import Analysis, analyze, process_axis, run_verdict
+    from memprobe.analysis.series import family_of, prepare, unit_of
+    from memprobe.analysis.verdict import (
+        INCONCLUSIVE,
+        LEAK,
+        NO_LEAK,
+        SignalVerdict,
+        judge_series,
+    )
+    from memprobe.analysis.wording import fmt_bytes
+
+_WHERE = {
+    "describe": "findings",
+    "rate_text": "findings",
+    "LiveJudge": "live",
+    "DetectOptions": "options",
+    "limit_for": "projection",
+    "project_oom": "projection",
+    "Analysis": "run",
+    "analyze": "run",
+    "process_axis": "run",
+    "run_verdict": "run",
+    "family_of": "series",
+    "prepare": "series",
+    "unit_of": "series",
+    "INCONCLUSIVE": "verdict",
+    "LEAK": "verdict",
+    "NO_LEAK": "verdict",
+    "SignalVerdict": "verdict",
+    "judge_series": "verdict",
+    "fmt_bytes": "wording",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def warm_up() -> None:
+    """Import the statistics now (scipy): ``memprobe run`` calls it from a thread of its own
+    while the target runs, so that the analysis at the end does not wait for it."""
+    importlib.import_module(f"{__name__}.run")
+    importlib.import_module(f"{__name__}.live")
+
 
 __all__ = [
     "INCONCLUSIVE",
@@ -46,4 +93,5 @@ __all__ = [
     "rate_text",
     "run_verdict",
     "unit_of",
+    "warm_up",
 ]

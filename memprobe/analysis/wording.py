@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
-from memprobe.analysis.trend import Trend
+if TYPE_CHECKING:
+    from memprobe.analysis.trend import Trend
 
 
 def standard_error(tr: Trend, z_crit: float) -> float:

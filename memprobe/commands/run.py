@@ -6,6 +6,7 @@ import os
 import shutil
 import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
@@ -77,7 +78,7 @@ def run_command(request: RunRequest) -> int:
     # would be inherited and the target would never see its KeyboardInterrupt.
     signal.signal(signal.SIGINT, _ignore_signal)
     try:
-        outcome = runner.run(command, options, run_dir, display)
+        outcome = runner.run(command, options, run_dir, display, on_start=_warm_up_analysis)
     except LaunchError:
         shutil.rmtree(run_dir, ignore_errors=True)
         raise
@@ -112,6 +113,21 @@ def _command(request: RunRequest, interpreter: str) -> List[str]:
 
 def _ignore_signal(signum: int, frame: object) -> None:
     pass
+
+
+def _warm_up_analysis() -> None:
+    """Import the statistics (scipy, about a second) on a thread of its own while the target
+    runs: not before it starts, and not after it ends, where a user would wait for it."""
+
+    def load() -> None:
+        try:
+            from memprobe import analysis
+
+            analysis.warm_up()
+        except Exception:  # noqa: BLE001 - the analysis at the end imports again and reports
+            pass
+
+    threading.Thread(target=load, name="memprobe-warm-up", daemon=True).start()
 
 
 def _detect_options(min_bytes_per_step: Optional[float]) -> DetectOptions:

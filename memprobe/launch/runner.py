@@ -11,7 +11,7 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import List, Protocol
+from typing import Callable, List, Optional, Protocol
 
 from memprobe import __version__
 from memprobe.bootstrap.memprobe_agent import wire
@@ -59,12 +59,22 @@ class _Run:
     t0: float  # monotonic clock at the run's start
 
 
-def run(command: List[str], options: RunOptions, run_dir: str, display: Display) -> RunOutcome:
-    """Run the command to its end and return the raw record (no analysis yet)."""
+def run(
+    command: List[str],
+    options: RunOptions,
+    run_dir: str,
+    display: Display,
+    on_start: Optional[Callable[[], None]] = None,
+) -> RunOutcome:
+    """Run the command to its end and return the raw record (no analysis yet).
+    ``on_start`` is called once the target runs: work of the command's own that need not
+    hold the target's start back."""
     r = _open_run(command, run_dir)
     oom_watch = OomWatch()
     terminal = open_terminal(display.captures_output)
     proc = _spawn(command, _with_relay(options, terminal), run_dir, terminal)
+    if on_start is not None:
+        on_start()
     readers = terminal.start_readers(display)
     previous = install_forwarding(proc)
     tailer = Tailer(run_dir)
@@ -161,7 +171,10 @@ def _follow(
         display.update(r.state)
         if code is not None:
             return
-        time.sleep(POLL_S)
+        try:  # a sleep that ends as soon as the target does (Popen polls every <= 50 ms)
+            proc.wait(timeout=POLL_S)
+        except subprocess.TimeoutExpired:
+            pass
 
 
 def _drain(readers: List[threading.Thread], tailer: Tailer, state: RunState) -> None:
