@@ -66,7 +66,15 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_scripts"
 HELDOUT = SAMPLES / "heldout"
 FRESH = SAMPLES / "fresh"
-CORPORA = {"sample": SAMPLES, "heldout": HELDOUT, "fresh": FRESH}
+# two more, each written by another author in parallel, after the work on the first three,
+# told to write as other people write and never shown the detector ("wild_a", "wild_b")
+CORPORA = {
+    "sample": SAMPLES,
+    "heldout": HELDOUT,
+    "fresh": FRESH,
+    "wild_a": SAMPLES / "wild_a",
+    "wild_b": SAMPLES / "wild_b",
+}
 N_CUTS = 40
 HEADER_LINES = 12
 STDERR_TAIL = 3000
@@ -716,7 +724,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--corpus", choices=["all", "sample", "heldout", "fresh"], default="all")
+    ap.add_argument("--corpus", choices=["all", *CORPORA], default="all")
     ap.add_argument("--only", metavar="SUBSTRING", help="only scripts whose file name contains it")
     ap.add_argument(
         "--busy", action="store_true", help="one CPU-bound process per core beside each run"

@@ -32,6 +32,7 @@ from memprobe.analysis.hints import (
     HINT_OBJECTS,
 )
 from memprobe.analysis.holderline import grow_line
+from memprobe.analysis.phases import census_after_steps
 from memprobe.analysis.wording import fmt_bytes
 from memprobe.record import Culprit as RecordCulprit
 from memprobe.record import Evidence, Finding, Process, RunRecord
@@ -80,6 +81,9 @@ def attribute(
     when its own length series says it stopped growing (a registry filled at start-up).
     """
     profiles: Dict[Optional[int], Profile] = {}
+    # a stepping process' phase after its last step, judged on seconds (phases.py): its
+    # findings are explained by the censuses of that phase
+    after: Dict[Optional[int], Profile] = {}
     for proc in record.processes:
         active = _active_holders(proc.pid, verdicts) if verdicts is not None else None
         settled = _settled_types(proc.pid, verdicts) if verdicts is not None else None
@@ -89,11 +93,19 @@ def attribute(
         )
         lengths = series_lengths(proc.series, stepped)
         profiles[proc.pid] = build_profile(proc.census, active, lengths, settled)
+        tail = census_after_steps(proc) if stepped else None
+        if tail is not None:
+            after[proc.pid] = build_profile(
+                tail, active, series_lengths(proc.series, False), settled
+            )
     by_pid = {proc.pid: proc for proc in record.processes}
     out: List[Finding] = []
     sources = _user_sources(record)
     for f in findings:
         prof = profiles.get(f.pid)
+        v = verdicts.get((f.pid, f.signal)) if verdicts is not None and f.pid else None
+        if f.pid in after and getattr(v, "axis", None) == "time":
+            prof = after[f.pid]
         leak = f.verdict == "leak" and f.kind == "leak"
         if leak and watch_name(f.signal) is not None:
             c: Optional[Culprit] = _watched(f.signal, by_pid.get(f.pid) if f.pid else None)

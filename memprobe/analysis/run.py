@@ -23,9 +23,11 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from memprobe.analysis.findings import fragmentation_finding, leak_finding
 from memprobe.analysis.options import DEFAULT_OPTIONS, DetectOptions
+from memprobe.analysis.phases import merge_tail, stepless_tail
 from memprobe.analysis.projection import project_oom
 from memprobe.analysis.series import (
     BLOCKS,
+    Prepared,
     family_of,
     prepare,
     step_clock,
@@ -74,7 +76,7 @@ def count_tests(record: RunRecord) -> int:
 
 
 def judge_process(
-    process: Process, options: DetectOptions, n_tests: int
+    process: Process, options: DetectOptions, n_tests: int, after_steps: bool = False
 ) -> Dict[str, SignalVerdict]:
     """Every signal of one process, judged on the process' x-axis.
 
@@ -83,6 +85,10 @@ def judge_process(
     ``min_span_seconds`` there, unless something accumulates in the process (an
     object count grows, or the census saw a graph carried across steps): then
     ``min_span_seconds_backed`` is enough, as it always is for object counts.
+
+    ``after_steps``: the process is the phase after a stepping process' last step (see
+    phases.py): its model and imports were built long before, so a climbing tensor count
+    is something accumulating there too.
     """
     axis = process_axis(process)
     clock = step_clock(process.series) if axis == "step" else None
@@ -120,7 +126,7 @@ def judge_process(
     # tensor storage that keeps climbing (a bank grown with torch.cat: the count stays)
     climb = tensor_bytes_rate(process.census, axis, options.min_growth_bytes)
     bounds = deque_bounds(process.census)
-    if _accumulates(out) or carried_in_census(process.census) or climb > 0:
+    if _accumulates(out, after_steps) or carried_in_census(process.census) or climb > 0:
         # something accumulates: memory that grows with it is less likely a random walk
         # (half the clearance over its noise band) and, without steps, needs the short
         # span only
@@ -135,14 +141,22 @@ def judge_process(
     if climb > 0 and not filling:
         out = _backed_by_tensor_bytes(out, climb, options)
         out = _even_tensor_climb(out, process.census, axis, options.min_growth_bytes)
-    items, items_growth = items_bytes_rate(process.census, axis)
+    items, items_growth = items_bytes_rate(process.census, axis, prepared)
     # the items' bytes back the counts when they grow at a rate that counts and by an amount
     # that counts (what 50 kept predictions of 256 B add up to does not)
     heavy_items = (
         items >= options.rate_threshold("bytes", axis) and items_growth >= options.min_growth_bytes
     )
     out = bounded_fill(out, bounds)
-    return corroborate(out, carried_in_census(process.census), heavy_items)
+    out = corroborate(out, carried_in_census(process.census), heavy_items)
+    if axis == "step":
+        # the phase after the last step (evaluation, rollouts): on seconds, see phases.py
+        tail = stepless_tail(process, options.min_span_seconds_backed)
+        if tail is not None:
+            t_stop, after = tail
+            tail_verdicts = judge_process(after, options, n_tests * 2, after_steps=True)
+            out = merge_tail(out, tail_verdicts, t_stop)
+    return out
 
 
 def deque_bounds(census: Sequence[Mapping[str, Any]]) -> Dict[str, Tuple[str, int, int]]:
@@ -211,12 +225,23 @@ _ITEM_PARTS = 4
 _ITEM_BLOCKS = 16
 
 
-def items_bytes_rate(census: Sequence[Mapping[str, Any]], axis: str) -> Tuple[float, float]:
+def items_bytes_rate(
+    census: Sequence[Mapping[str, Any]],
+    axis: str,
+    lengths: Optional[Mapping[str, Prepared]] = None,
+) -> Tuple[float, float]:
     """The fastest growth, in bytes per step (per second without steps), of what a watched
     container's items hold, as the agent measured them at each census, and the most any
     container's items grew in all: memory evidence of its own when the process' memory
-    series are too short to say."""
-    first: Dict[str, Tuple[float, float]] = {}
+    series are too short to say.
+
+    With the container's dense length series (``lengths``: prepared series by name) the
+    bytes an item holds at the last census, times the items gained since the first census
+    that measured it, count too: censuses are seconds apart, its length is read at every
+    cheap sample, so a slow leak of heavy items (a replay list of tensors never trimmed)
+    counts as soon as its items add up, not at the next census."""
+    first: Dict[str, Tuple[float, float, float]] = {}
+    per_item: Dict[str, float] = {}
     best = 0.0
     grown = 0.0
     for entry in census:
@@ -228,13 +253,26 @@ def items_bytes_rate(census: Sequence[Mapping[str, Any]], axis: str) -> Tuple[fl
         for box in entry.get("containers") or []:
             if not isinstance(box, dict) or not isinstance(box.get("holder"), str):
                 continue
-            nbytes = box.get("bytes")
+            nbytes, length = box.get("bytes"), box.get("len")
             if not isinstance(nbytes, (int, float)) or isinstance(nbytes, bool):
                 continue
-            x0, b0 = first.setdefault(box["holder"], (float(x), float(nbytes)))
+            n = float(length) if isinstance(length, int) and not isinstance(length, bool) else 0.0
+            if n > 0:
+                per_item[box["holder"]] = float(nbytes) / n
+            x0, b0, _ = first.setdefault(box["holder"], (float(x), float(nbytes), n))
             if x > x0:
                 best = max(best, (float(nbytes) - b0) / (float(x) - x0))
                 grown = max(grown, float(nbytes) - b0)
+    for holder, (x0, _, n0) in first.items():
+        prep = (lengths or {}).get(f"container:{holder}:len")
+        each = per_item.get(holder)
+        if prep is None or not each or len(prep.x) < 2 or n0 <= 0:
+            continue
+        x_end, n_end = float(prep.x[-1]), float(prep.y[-1])
+        if x_end > x0 and n_end > n0:
+            gained = (n_end - n0) * each
+            best = max(best, gained / (x_end - x0))
+            grown = max(grown, gained)
     return best, grown
 
 
@@ -251,9 +289,11 @@ def _counts_items(name: str) -> bool:
 _NOT_ACCUMULATION = ("tensors:count", "tensors:cpu_bytes")
 
 
-def _accumulates(verdicts: Dict[str, SignalVerdict]) -> bool:
+def _accumulates(verdicts: Dict[str, SignalVerdict], after_steps: bool = False) -> bool:
     return any(
-        _counts_items(name) and name not in _NOT_ACCUMULATION and (v.verdict == LEAK or v.growing)
+        _counts_items(name)
+        and (after_steps or name not in _NOT_ACCUMULATION)
+        and (v.verdict == LEAK or v.growing)
         for name, v in verdicts.items()
     )
 

@@ -138,16 +138,19 @@ class RunState:
             # stamped with the last step the agent reported, so outside samples (USS, PSS,
             # NVML) join the step axis of step-aligned analysis; a process without steps of
             # its own (a DataLoader worker) takes those of the process it serves
-            p.add(name, self._steps_for(p), t, value)
+            p.add(name, self._steps_for(p, t), t, value)
 
-    def _steps_for(self, p: ProcState) -> Optional[int]:
-        """The process' own step count, else that of its nearest ancestor that has one."""
+    def _steps_for(self, p: ProcState, t: float) -> Optional[int]:
+        """The process' own step count, else that of its nearest ancestor that has one; None
+        once that process has stopped stepping (an evaluation phase after training: those
+        samples belong to the phase without steps, judged on seconds, see
+        analysis/phases.py)."""
         q: Optional[ProcState] = p
         for _ in range(16):
             if q is None:
                 return None
             if q.steps:
-                return q.steps
+                return q.steps if not _stopped_stepping(q, t) else None
             q = self.procs.get(q.ppid) if q.ppid is not None else None
         return None
 
@@ -158,6 +161,19 @@ class RunState:
         """Events for the processes whose agent did not start (``agent-error-<pid>.txt``)."""
         for pid, line in wire.read_error_files(run_dir):
             self.event(t, pid, "agent_error", line)
+
+
+# no step-tagged sample for this long (and for three of its recent step intervals): the
+# process has stopped stepping
+STOPPED_STEPPING_S = 2.0
+
+
+def _stopped_stepping(p: ProcState, t: float) -> bool:
+    if p.last_mark is None:
+        return False
+    rate = p.step_rate()
+    quiet = max(STOPPED_STEPPING_S, 3.0 / rate) if rate else STOPPED_STEPPING_S
+    return t - p.last_mark[0] > quiet
 
 
 def _add_values(p: ProcState, msg: Dict[str, Any], step: Optional[int], t: float) -> None:

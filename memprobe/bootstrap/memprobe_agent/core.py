@@ -268,7 +268,7 @@ class Agent:
                     if self.dataset is not None:
                         self._dataset_sample(now)
                     exp = self.expensive
-                    if now >= exp.next_due:
+                    if now >= exp.next_due or exp.stall_due(now):
                         self.collect("expensive", exp.on_tick, now)
             except Exception as e:  # noqa: BLE001
                 self.event("agent_error", f"background thread: {type(e).__name__}: {e}")

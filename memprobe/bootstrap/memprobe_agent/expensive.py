@@ -38,6 +38,15 @@ TICK_SECOND_S = 0.5
 # for shared libraries; a census in such a pause counts the import, not the program)
 IMPORT_QUIET_S = 0.5
 TICK_FORCED = 3  # the first censuses of a program without steps, TICK_SECOND_S and more apart
+# A program that stepped and then stopped (an evaluation phase after training, a rollout or
+# test-time loop without an optimizer) is looked at from the background thread too once no
+# step came for STALL_LOOK_S: the first looks of each such phase are forced, STALL_SECOND_S
+# apart (a baseline and a second look, to see a container grow), at most STALL_FORCED_RUN
+# in a run (validation phases come back every epoch), then on the budget.
+STALL_LOOK_S = 1.0
+STALL_SECOND_S = 1.0
+STALL_FORCED = 2
+STALL_FORCED_RUN = 4
 BELOW_DEPTH = 4  # levels looked down from a carried root for another carried root
 BELOW_NODES = 64
 
@@ -112,6 +121,10 @@ class Expensive:
         # the first census that sees graph-holding tensors asks for one more soon: whether
         # a graph is carried across steps takes two looks (see _carried)
         self.look_again = False
+        self.stall_of = float("-inf")  # the last step before the phase without steps now
+        self.stall_looks = 0  # forced looks taken in it
+        self.stall_forced_left = STALL_FORCED_RUN
+        self.stall_look_at = float("inf")
         self.had_graphs = False
         self.kept: Dict[str, int] = {}  # holder -> censuses in a row its old root outlived
         self._lock = threading.Lock()
@@ -137,8 +150,12 @@ class Expensive:
             self._lock.release()
 
     def on_tick(self, now: float) -> None:
-        # without steps: a program that never steps (a stall of a stepping one is not sampled)
-        if self.agent.steps or not self.enabled:
+        """From the background thread, while no steps come: a program that never steps, or
+        one whose steps stopped (a phase without an optimizer)."""
+        if not self.enabled:
+            return
+        if self.agent.steps:
+            self._on_stall(now)
             return
         # from this thread the main one runs alongside: not while it is still importing
         if now - self.agent.t0 < TICK_AFTER_S or not self.imports.settled(IMPORT_QUIET_S):
@@ -152,6 +169,39 @@ class Expensive:
                 # 0.5 s, then 1 s, 2 s apart: a long set-up (a model built, data loaded)
                 # must not take all of them before the program's loop has begun
                 self.tick_forced_at = now + TICK_SECOND_S * 2 ** max(0, self.seq - 1)
+        finally:
+            self._lock.release()
+
+    def stall_due(self, now: float) -> bool:
+        """A forced look of a phase without steps is due (whatever ``next_due`` says)."""
+        if not self.enabled or not self.agent.steps or self.stall_forced_left <= 0:
+            return False
+        last = float(getattr(self.agent, "last_step_t", now))
+        if now - last < STALL_LOOK_S:
+            return False
+        return last != self.stall_of or (
+            self.stall_looks < STALL_FORCED and now >= self.stall_look_at
+        )
+
+    def _on_stall(self, now: float) -> None:
+        last = float(getattr(self.agent, "last_step_t", now))
+        if now - last < STALL_LOOK_S:
+            return
+        if last != self.stall_of:  # a new phase without steps
+            self.stall_of, self.stall_looks, self.stall_look_at = last, 0, now
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
+            force = (
+                self.stall_looks < STALL_FORCED
+                and self.stall_forced_left > 0
+                and now >= self.stall_look_at
+            )
+            self._due(None, now, force=force)
+            if force:
+                self.stall_looks += 1
+                self.stall_forced_left -= 1
+                self.stall_look_at = now + STALL_SECOND_S
         finally:
             self._lock.release()
 

@@ -10,7 +10,11 @@ builtin ``__sizeof__`` are used: a user class' own ``__sizeof__`` never runs.
 What is counted: the Python objects (builtin containers, strings, numbers,
 instance ``__dict__``s), each tensor's storage extent (by device and base
 address, so views and a tensor shared by many items count once) and each NumPy
-array's buffer (its base array once). Not counted, because Python cannot see
+array's buffer (its base array once), plus what each tensor or array object costs
+beside its data: a CPU tensor of four floats takes ~620-720 B of RSS on torch 2.13
+(Python object, TensorImpl, StorageImpl; a view ~610 B), an ndarray of four ~180 B
+(measured with 10^5 of each), so a list of small tensors weighs what it costs, not
+what its numbers take. Not counted, because Python cannot see
 it: what an autograd graph saves in C++ (see graphs.py).
 """
 
@@ -24,6 +28,8 @@ from .census import mro
 from .holders import instance_dict
 
 SAMPLE = 32
+TENSOR_OBJECT_BYTES = 600  # beside its storage (see above)
+ARRAY_OBJECT_BYTES = 112  # beside its buffer: the ndarray object itself
 MAX_DEPTH = 5
 MAX_VISITS = 4000
 _GC_HEADER = 16
@@ -57,9 +63,9 @@ class _Walk:
         if kind is None and cls not in _ATOMS and cls not in _SEQS and cls not in _DICTS:
             kind = _kind_by_mro(cls, self.kinds)
         if kind == "tensor":
-            return float(self._tensor(obj))
+            return float(TENSOR_OBJECT_BYTES + self._tensor(obj))
         if kind == "ndarray":
-            return float(self._array(obj))
+            return float(ARRAY_OBJECT_BYTES + self._array(obj))
         if cls in _ATOMS:
             return float(sys.getsizeof(obj))
         if cls in _SEQS:

@@ -1,0 +1,101 @@
+"""The phase after a process' last step: judged on seconds, not steps.
+
+A program that trains with an optimizer and then stops stepping (an evaluation or
+test-time phase, Monte-Carlo rollouts, an export loop) goes on sampling on time, with no
+step to put the samples on: on the step axis the whole phase collapses onto the last step,
+and a leak that lives only there (outputs kept with their graphs during validation, a memo
+that never hits) would be invisible. The real post-mortems behind this project include one
+that died in its evaluation phase.
+
+So the samples taken after the steps stopped are cut out as a process of their own, without
+steps, and judged as a program without steps is: on seconds, with the same thresholds. A
+leak found there replaces the step-axis verdict of that signal; growth that counts but is
+not yet clear keeps the run from being called "no leak".
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Dict, List, Optional, Tuple
+
+from memprobe.analysis.series import step_clock
+from memprobe.analysis.verdict import INCONCLUSIVE, LEAK, NO_LEAK, SignalVerdict
+from memprobe.record import CensusEntry, Process, Series
+
+# the agent samples on time again once no step came for a second (core.Agent.stall_s)
+GAP_S = 1.0
+MIN_POINTS = 10  # memory samples in the phase before it is judged at all
+
+
+def stepless_tail(process: Process, min_span_s: float) -> Optional[Tuple[float, Process]]:
+    """(when the steps stopped, the samples and censuses taken after) or None, when the
+    process never stepped or its last phase without steps is shorter than ``min_span_s``."""
+    t_stop = _last_step_t(process)
+    if t_stop is None:
+        return None
+    start = t_stop + GAP_S
+    series: Dict[str, Series] = {}
+    for name, s in process.series.items():
+        idx = [i for i, t in enumerate(s.t) if t > start and i < len(s.value)]
+        if idx:
+            series[name] = Series(
+                step=[None] * len(idx),
+                t=[s.t[i] for i in idx],
+                value=[s.value[i] for i in idx],
+            )
+    memory = series.get("rss_bytes") or series.get("uss_bytes")
+    if memory is None or len(memory.t) < MIN_POINTS:
+        return None
+    if memory.t[-1] - memory.t[0] < min_span_s:
+        return None
+    census = [c for c in process.census if isinstance(c, dict) and _t(c) > t_stop]
+    return t_stop, replace(process, series=series, census=census)
+
+
+def census_after_steps(process: Process) -> Optional[List[CensusEntry]]:
+    """The censuses taken after the process' last step (at least two), else None."""
+    t_stop = _last_step_t(process)
+    if t_stop is None:
+        return None
+    census = [c for c in process.census if isinstance(c, dict) and _t(c) > t_stop]
+    return census if len(census) >= 2 else None
+
+
+def _last_step_t(process: Process) -> Optional[float]:
+    """When the process last sampled at a step: from the agent's own step-aligned RSS where
+    there is one (samples taken from outside may carry a step they were stamped with)."""
+    own = process.series.get("rss_bytes")
+    if own is not None:
+        stepped = [t for t, st in zip(own.t, own.step) if st is not None]
+        if len(stepped) >= 3:
+            return float(max(stepped))
+    clock = step_clock(process.series)
+    return float(clock[0][-1]) if clock is not None else None
+
+
+def _t(entry: object) -> float:
+    t = entry.get("t") if isinstance(entry, dict) else None
+    return float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) else float("-inf")
+
+
+def merge_tail(
+    verdicts: Dict[str, SignalVerdict], tail: Dict[str, SignalVerdict], t_stop: float
+) -> Dict[str, SignalVerdict]:
+    """The step-axis verdicts, with a signal's verdict on the phase after the steps where
+    that phase leaks (or grows by what counts while its steps said no leak)."""
+    out = dict(verdicts)
+    when = f"after the last step (no steps since {t_stop:.1f} s)"
+    for name, v in tail.items():
+        before = verdicts.get(name)
+        if v.verdict == LEAK and (before is None or before.verdict != LEAK):
+            out[name] = replace(v, reason=f"{v.reason} {when}")
+        elif (
+            v.verdict == INCONCLUSIVE
+            and v.substantial
+            and (before is None or before.verdict == NO_LEAK)
+        ):
+            out[name] = replace(v, reason=f"{v.reason} {when}")
+    return out
+
+
+__all__ = ["GAP_S", "census_after_steps", "merge_tail", "stepless_tail"]
