@@ -58,6 +58,8 @@ def test_loss_list_names_losses_tensor_graph_and_item(
 # script -> (type, holder substring or None, holds graph, fix-hint substring)
 CORPUS: Dict[str, Tuple[Optional[str], Optional[str], Optional[bool], str]] = {
     "leak_loss_list.py": ("torch.Tensor", "losses", True, ".item()"),
+    # after the last optimizer step: judged on seconds, explained by that phase's censuses
+    "leak_eval_after_training.py": ("torch.Tensor", "main:val_outputs", True, "no_grad"),
     "leak_total_loss.py": ("torch.Tensor", "total_loss", True, ".item()"),
     "leak_rnn_hidden.py": ("torch.Tensor", "hidden", True, "detach"),
     "leak_running_stats.py": ("torch.Tensor", "mean", True, "detach"),

@@ -104,7 +104,8 @@ class Profile:
     def at_peak(self, name: str, section: str, key: str) -> Any:
         """A payload field of the census where ``name`` was highest (the leak at its fullest)."""
         values = [(self.value(name, i) or 0.0, i) for i in range(self.n)]
-        if section == "graphs":  # only walks that ran to their end say how big graphs are
+        if section == "graphs" and key != "root_types":  # only walks that ran to their end
+            # say how big graphs are (what the roots are is known either way)
             values = [(v, i) for v, i in values if not _get(self.entries[i], "graphs", "cut")]
         if not values:
             return None

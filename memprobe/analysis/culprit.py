@@ -372,6 +372,10 @@ def _graphs(prof: Profile) -> Optional[Culprit]:
         # item's graph (the mean over all roots mixes in every small one)
         biggest = prof.at_peak("graph:roots", "graphs", "largest")
         root_type = prof.at_peak("graph:roots", "graphs", "largest_root_type")
+        if not isinstance(root_type, str):  # the walk was cut: the commonest root's type
+            kinds = prof.at_peak("graph:roots", "graphs", "root_types")
+            if isinstance(kinds, dict) and kinds:
+                root_type = str(max(kinds, key=lambda k: kinds[k]))
         nodes = (
             f" of up to {biggest:.0f} nodes"
             if isinstance(biggest, (int, float)) and biggest >= 1

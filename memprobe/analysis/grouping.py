@@ -205,8 +205,10 @@ def _text(
         watches = sorted({str(f.evidence.get("watch")) for f in members if f.evidence.get("watch")})
         if watches and not _watched([named]):
             parts.append("Watched as " + ", ".join(f"`{w}`" for w in watches) + ".")
-    if retained is not None:
+    if retained is not None and named is not None:
         parts.append(f"It holds ≈ {fmt_bytes(retained)} now.")
+    elif retained is not None:
+        parts.append(f"≈ {fmt_bytes(retained)} has built up so far.")
     own = lead.evidence.get("signal_sentence") if lead.culprit else lead.explanation
     if isinstance(own, str) and own:
         parts.append(own)

@@ -18,8 +18,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Dict, List, Optional, Tuple
 
+from memprobe.analysis.options import DetectOptions
 from memprobe.analysis.series import step_clock
 from memprobe.analysis.verdict import INCONCLUSIVE, LEAK, NO_LEAK, SignalVerdict
+from memprobe.analysis.wording import fmt_bytes
 from memprobe.record import CensusEntry, Process, Series
 
 # the agent samples on time again once no step came for a second (core.Agent.stall_s)
@@ -79,23 +81,45 @@ def _t(entry: object) -> float:
 
 
 def merge_tail(
-    verdicts: Dict[str, SignalVerdict], tail: Dict[str, SignalVerdict], t_stop: float
+    verdicts: Dict[str, SignalVerdict],
+    tail: Dict[str, SignalVerdict],
+    t_stop: float,
+    after: Process,
+    options: DetectOptions,
 ) -> Dict[str, SignalVerdict]:
     """The step-axis verdicts, with a signal's verdict on the phase after the steps where
-    that phase leaks (or grows by what counts while its steps said no leak)."""
+    that phase leaks, or where memory rises there by what counts while the steps said no
+    leak (a phase too short to judge still keeps the run from "no leak")."""
     out = dict(verdicts)
     when = f"after the last step (no steps since {t_stop:.1f} s)"
     for name, v in tail.items():
         before = verdicts.get(name)
         if v.verdict == LEAK and (before is None or before.verdict != LEAK):
             out[name] = replace(v, reason=f"{v.reason} {when}")
-        elif (
-            v.verdict == INCONCLUSIVE
-            and v.substantial
-            and (before is None or before.verdict == NO_LEAK)
-        ):
+            continue
+        if v.verdict != INCONCLUSIVE or (before is not None and before.verdict != NO_LEAK):
+            continue
+        if v.substantial:
             out[name] = replace(v, reason=f"{v.reason} {when}")
+            continue
+        rise = _rise(after.series.get(name))
+        if v.family == "memory" and rise is not None:
+            grown, level, span = rise
+            if grown >= options.growth_threshold(v.unit, level, v.family):
+                out[name] = replace(
+                    v,
+                    substantial=True,
+                    reason=f"rises by {fmt_bytes(grown)} in {span:.1f} s {when}",
+                )
     return out
+
+
+def _rise(series: Optional[Series]) -> Optional[Tuple[float, float, float]]:
+    """(rise from the first to the last samples, the level, the span in seconds)."""
+    if series is None or len(series.value) < 6:
+        return None
+    head, tail = sorted(series.value[:3]), sorted(series.value[-3:])
+    return tail[1] - head[1], tail[1], series.t[-1] - series.t[0]
 
 
 __all__ = ["GAP_S", "census_after_steps", "merge_tail", "stepless_tail"]

@@ -155,7 +155,7 @@ def judge_process(
         if tail is not None:
             t_stop, after = tail
             tail_verdicts = judge_process(after, options, n_tests * 2, after_steps=True)
-            out = merge_tail(out, tail_verdicts, t_stop)
+            out = merge_tail(out, tail_verdicts, t_stop, after, options)
     return out
 
 

@@ -47,6 +47,11 @@ STALL_LOOK_S = 1.0
 STALL_SECOND_S = 1.0
 STALL_FORCED = 2
 STALL_FORCED_RUN = 4
+# Forced looks (of any kind) are taken whatever the budget while they have cost less than
+# this in all, in seconds of the census thread's CPU: every one of them on the heaps of
+# ordinary training scripts and frameworks (0.02-0.3 s a census here), the first few on a
+# heap whose census takes most of its one-second deadline; the rest wait for the budget.
+FORCED_MAX_S = 1.0
 BELOW_DEPTH = 4  # levels looked down from a carried root for another carried root
 BELOW_NODES = 64
 
@@ -94,6 +99,7 @@ class Expensive:
         # plugin, whose few repetitions are all the run there is, asks for its own)
         self.force_steps = [int(s) for s in cfg.get("census_steps", [25, 100, 400])]
         self.forced_total = self.forced_left = 1 + len(self.force_steps)
+        self.forced_spent = 0.0  # seconds the forced looks cost so far (see FORCED_MAX_S)
         # watched containers followed by path: a few microseconds, at the cheap-sample pace
         self.poll_s = float(
             cfg.get(
@@ -139,6 +145,8 @@ class Expensive:
             return
         try:
             force = self.forced_left > 0 and step >= self.force_at
+            if force and self.forced_spent >= FORCED_MAX_S:
+                force, self.forced_left = False, 0  # the rest on the budget
             if force:
                 self.forced_left -= 1
                 later = [s for s in self.force_steps if s > step]
@@ -163,7 +171,11 @@ class Expensive:
         if not self._lock.acquire(blocking=False):
             return
         try:
-            force = (0 < self.seq < TICK_FORCED or self.look_again) and now >= self.tick_forced_at
+            force = (
+                (0 < self.seq < TICK_FORCED or self.look_again)
+                and now >= self.tick_forced_at
+                and self.forced_spent < FORCED_MAX_S
+            )
             self._due(None, now, force=force)
             if force:
                 # 0.5 s, then 1 s, 2 s apart: a long set-up (a model built, data loaded)
@@ -175,6 +187,8 @@ class Expensive:
     def stall_due(self, now: float) -> bool:
         """A forced look of a phase without steps is due (whatever ``next_due`` says)."""
         if not self.enabled or not self.agent.steps or self.stall_forced_left <= 0:
+            return False
+        if self.forced_spent >= FORCED_MAX_S:
             return False
         last = float(getattr(self.agent, "last_step_t", now))
         if now - last < STALL_LOOK_S:
@@ -196,6 +210,7 @@ class Expensive:
                 self.stall_looks < STALL_FORCED
                 and self.stall_forced_left > 0
                 and now >= self.stall_look_at
+                and self.forced_spent < FORCED_MAX_S
             )
             self._due(None, now, force=force)
             if force:
@@ -238,8 +253,12 @@ class Expensive:
                 )
         tracing = self.tm.active and self.tm.mode == "auto"
         if force or (now >= self.census_due and not tracing):  # a census under tracemalloc
-            with self.agent.interrupts.held():  # would run many times slower
-                self._census(step, now, None)
+            # CPU time, not wall: on a busy machine a census waits for a core too, and the
+            cpu0 = time.thread_time()  # looks a short run needs must not be given up for it
+            with self.agent.interrupts.held():  # (a census under tracemalloc would run
+                self._census(step, now, None)  # many times slower)
+            if force:
+                self.forced_spent += time.thread_time() - cpu0
         elif now >= self.poll_due:
             self._poll(step, now)
         window = now + 0.1 if self.tm.active and self.tm.mode == "auto" else float("inf")

@@ -144,6 +144,12 @@ def graph_stats(
         if len(mine) > largest:
             largest, largest_root = len(mine), root
     n_roots = len(roots)
+    # what the roots are (a loss, a layer's output), known even when the walk was cut: read
+    # from the wrappers the caller already holds, none made
+    kinds: Dict[str, int] = {}
+    for root in roots:
+        name = type(root).__name__
+        kinds[name] = kinds.get(name, 0) + 1
     return {
         "nodes": len(seen),
         "roots": n_roots,
@@ -154,6 +160,7 @@ def graph_stats(
         "wrappers_made": budget.created,
         "root": largest_root,
         "largest_root_type": type(largest_root).__name__ if largest_root is not None else None,
+        "root_types": dict(sorted(kinds.items(), key=lambda kv: -kv[1])[:3]),
     }
 
 

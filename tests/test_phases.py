@@ -1,0 +1,151 @@
+"""The phase after a process' last step (analysis/phases.py): judged on seconds."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from memprobe.analysis import analyze
+from memprobe.analysis.phases import census_after_steps, stepless_tail
+from memprobe.analysis.run import items_bytes_rate
+from memprobe.analysis.series import Prepared
+from memprobe.record import CensusEntry, ExitInfo, Limits, Process, RunRecord, Series
+
+MIB = 2**20
+
+
+def _two_phases(
+    train_steps: int,
+    after_s: float,
+    after_mib_per_s: float,
+    noise_mib: float = 0.3,
+    seed: int = 0,
+) -> RunRecord:
+    """``train_steps`` steps sampled every 0.05 s with flat memory, then ``after_s`` seconds
+    sampled on time (no steps) whose RSS rises by ``after_mib_per_s``."""
+    rng = np.random.default_rng(seed)
+    steps: List[Optional[int]] = []
+    t: List[float] = []
+    rss: List[float] = []
+    base = 300 * MIB
+    for i in range(train_steps):
+        steps.append(i + 1)
+        t.append(1.0 + 0.05 * i)
+        rss.append(base + rng.normal(0, noise_mib * MIB))
+    t_stop = t[-1]
+    k = 0
+    while 0.1 * k < after_s:
+        steps.append(None)
+        t.append(t_stop + 1.2 + 0.1 * k)
+        grown = after_mib_per_s * MIB * 0.1 * k
+        rss.append(base + grown + rng.normal(0, noise_mib * MIB))
+        k += 1
+    series = {"rss_bytes": Series(step=steps, t=t, value=rss)}
+    proc = Process(pid=7, role="main", steps=train_steps, series=series)
+    return RunRecord(
+        command=["eval.py"],
+        cwd="/",
+        started_at=0.0,
+        duration_s=t[-1],
+        exit=ExitInfo(code=0),
+        limits=Limits(ram_bytes=16 * 2**30, ram_source="machine"),
+        x_axis="step",
+        processes=[proc],
+    )
+
+
+def test_a_leak_after_the_last_step_is_a_leak_on_seconds() -> None:
+    # GIVEN 400 flat training steps, then 14 s without steps in which RSS climbs 20 MiB/s
+    record = _two_phases(400, 14.0, 20.0)
+    # WHEN analysed
+    result = analyze(record)
+    # THEN the run leaks, on the seconds axis of the phase after the steps
+    assert result.verdict == "leak"
+    v = result.verdicts[(7, "rss_bytes")]
+    assert v.verdict == "leak" and v.axis == "time"
+    assert "after the last step" in v.reason
+    assert v.slope_per_s is not None and 15 * MIB < v.slope_per_s < 25 * MIB
+
+
+def test_a_flat_phase_after_the_steps_changes_nothing() -> None:
+    # GIVEN the same run whose phase after the steps stays flat
+    record = _two_phases(400, 14.0, 0.0)
+    # THEN no leak, and the step-axis verdict stands
+    result = analyze(record)
+    assert result.verdict == "no_leak"
+    assert result.verdicts[(7, "rss_bytes")].axis == "step"
+
+
+def test_growth_after_the_steps_keeps_the_run_from_no_leak_while_unclear() -> None:
+    # GIVEN a short phase after the steps (4 s: below the 10 s memory needs on seconds
+    # when nothing is seen accumulating) in which RSS climbs
+    record = _two_phases(400, 4.0, 20.0)
+    result = analyze(record)
+    # THEN the run is not called "no leak"
+    assert result.verdict != "no_leak"
+
+
+def test_a_phase_too_short_to_judge_is_left_alone() -> None:
+    # GIVEN a second of sampling after the steps (the program's exit)
+    record = _two_phases(400, 1.0, 50.0)
+    # THEN there is no phase to judge
+    assert stepless_tail(record.processes[0], 2.0) is None
+    assert analyze(record).verdicts[(7, "rss_bytes")].axis == "step"
+
+
+def test_the_phase_starts_at_the_agents_own_last_step() -> None:
+    # GIVEN outside samples (USS) that the parent stamped with the last step during the
+    # phase, as older parents did
+    record = _two_phases(400, 6.0, 10.0)
+    proc = record.processes[0]
+    rss = proc.series["rss_bytes"]
+    uss_t = list(rss.t[::5])
+    proc.series["uss_bytes"] = Series(
+        step=[400] * len(uss_t), t=uss_t, value=[200.0 * MIB] * len(uss_t)
+    )
+    # THEN the phase still begins after the agent's last step-tagged sample
+    tail = stepless_tail(proc, 2.0)
+    assert tail is not None
+    t_stop, after = tail
+    assert abs(t_stop - (1.0 + 0.05 * 399)) < 1e-9
+    assert all(s is None for s in after.series["rss_bytes"].step)
+
+
+def test_censuses_after_the_steps() -> None:
+    record = _two_phases(400, 6.0, 10.0)
+    census: List[CensusEntry] = [
+        {"step": 5, "t": 1.2, "types": {}},
+        {"step": None, "t": 23.0, "types": {}},
+    ]
+    proc = replace(record.processes[0], census=census)
+    assert census_after_steps(proc) is None  # one is no growth
+    proc = replace(proc, census=[*census, {"step": None, "t": 25.0, "types": {}}])
+    after = census_after_steps(proc)
+    assert after is not None and [c["t"] for c in after] == [23.0, 25.0]
+
+
+def _lengths(xs: List[float], ys: List[float]) -> Dict[str, Prepared]:
+    x = np.asarray(xs, dtype=float)
+    return {
+        "container:main:memory:len": Prepared(x=x, y=np.asarray(ys, dtype=float), t=x, axis="step")
+    }
+
+
+def test_item_bytes_follow_the_dense_length_between_censuses() -> None:
+    # GIVEN two censuses 375 steps apart that measured a list's items at 1,300 B each
+    # (+490 KB: under the 1 MiB that counts) and its length read at every sample since
+    census = [
+        {"step": 25, "containers": [{"holder": "main:memory", "len": 500, "bytes": 650_000}]},
+        {"step": 400, "containers": [{"holder": "main:memory", "len": 875, "bytes": 1_137_500}]},
+    ]
+    rate0, grown0 = items_bytes_rate(census, "step")
+    assert grown0 < MIB
+    # WHEN the dense length says 2,000 items by step 1,525
+    pts: Tuple[List[float], List[float]] = ([25.0, 400.0, 1525.0], [500.0, 875.0, 2000.0])
+    rate, grown = items_bytes_rate(census, "step", _lengths(*pts))
+    # THEN the items' bytes are known to have grown by ~1.9 MB at ~1.3 KB/step
+    assert 1.8e6 < grown < 2.0e6
+    assert 1200 < rate < 1400
+    assert rate0 > 0
