@@ -4,6 +4,11 @@ and of its fixed twin in every round, the holder named, and the wall-time ratio.
 
     OMP_NUM_THREADS=1 /path/to/venv-with-frameworks/bin/python benchmarks/bench_frameworks.py \\
         --rounds 3 --markdown
+    ... --fixed-only --scale 4 --rounds 2     # ~60 s runs of the fixed twins: the overhead
+
+Besides wall time it reports CPU time (user + system of memprobe, the target and their
+children, from ``getrusage(RUSAGE_CHILDREN)``): on a machine others share, wall time moves
+with their load, CPU time far less.
 
 The frameworks are not memprobe's dependencies: run it with an interpreter that has them
 (``pip install -e '.[frameworks]'``); a framework that is missing is reported and skipped.
@@ -18,6 +23,7 @@ import importlib.util
 import json
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -45,6 +51,7 @@ class Outcome:
     holder: str = ""
     line: str = ""
     wall_s: float = 0.0
+    cpu_s: float = 0.0
 
 
 @dataclass
@@ -54,6 +61,13 @@ class Row:
     leak: List[Outcome] = field(default_factory=list)
     fixed: List[Outcome] = field(default_factory=list)
     fixed_plain_s: List[float] = field(default_factory=list)
+    plain_cpu: List[float] = field(default_factory=list)
+    fixed_plain_cpu: List[float] = field(default_factory=list)
+
+
+def _children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def _env() -> Dict[str, str]:
@@ -65,24 +79,25 @@ def _counted(stdout: str) -> Optional[int]:
     return int(found[-1]) if found else None
 
 
-def run_plain(script: str, steps: int, fixed: bool) -> float:
+def run_plain(script: str, steps: int, fixed: bool) -> Tuple[float, float]:
+    """(wall seconds, CPU seconds) of a plain run."""
     cmd = [sys.executable, str(FRAMEWORKS / script), "--steps", str(steps)]
-    t0 = time.monotonic()
+    t0, c0 = time.monotonic(), _children_cpu()
     subprocess.run(
         cmd + (["--fixed"] if fixed else []), capture_output=True, env=_env(), check=True
     )
-    return time.monotonic() - t0
+    return time.monotonic() - t0, _children_cpu() - c0
 
 
 def run_memprobe(script: str, steps: int, fixed: bool, out_dir: Path) -> Outcome:
     out = out_dir / f"{script}-{'fixed' if fixed else 'leak'}-{time.monotonic_ns()}.json"
     cmd = [sys.executable, "-m", "memprobe", "run", "-o", str(out), str(FRAMEWORKS / script)]
     cmd += ["--steps", str(steps)] + (["--fixed"] if fixed else [])
-    t0 = time.monotonic()
+    t0, c0 = time.monotonic(), _children_cpu()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=_env())
-    wall = time.monotonic() - t0
+    wall, cpu = time.monotonic() - t0, _children_cpu() - c0
     if proc.returncode != 0 or not out.exists():
-        return Outcome(verdict=f"rc {proc.returncode}", wall_s=wall)
+        return Outcome(verdict=f"rc {proc.returncode}", wall_s=wall, cpu_s=cpu)
     rec = json.loads(out.read_text())
     main = next((p for p in rec["processes"] if p.get("role") == "main"), rec["processes"][0])
     leaks = [f for f in rec["findings"] if f.get("verdict") == "leak"]
@@ -94,10 +109,13 @@ def run_memprobe(script: str, steps: int, fixed: bool, out_dir: Path) -> Outcome
         holder=str(culprit.get("holder") or ""),
         line=str(culprit.get("location") or ""),
         wall_s=wall,
+        cpu_s=cpu,
     )
 
 
-def bench(rounds: int, out_dir: Path, only: Optional[str]) -> Tuple[List[Row], List[str]]:
+def bench(
+    rounds: int, out_dir: Path, only: Optional[str], scale: float = 1.0, fixed_only: bool = False
+) -> Tuple[List[Row], List[str]]:
     rows: List[Row] = []
     missing: List[str] = []
     for script, module, steps in CASES:
@@ -107,14 +125,21 @@ def bench(rounds: int, out_dir: Path, only: Optional[str]) -> Tuple[List[Row], L
             missing.append(module)
             continue
         row = Row(script)
+        steps = int(steps * scale)
         for r in range(rounds):  # interleaved: plain and memprobe back to back each round
-            row.plain_s.append(run_plain(script, steps, fixed=False))
-            row.leak.append(run_memprobe(script, steps, False, out_dir))
-            row.fixed_plain_s.append(run_plain(script, steps, fixed=True))
+            if not fixed_only:
+                wall, cpu = run_plain(script, steps, fixed=False)
+                row.plain_s.append(wall)
+                row.plain_cpu.append(cpu)
+                row.leak.append(run_memprobe(script, steps, False, out_dir))
+            wall, cpu = run_plain(script, steps, fixed=True)
+            row.fixed_plain_s.append(wall)
+            row.fixed_plain_cpu.append(cpu)
             row.fixed.append(run_memprobe(script, steps, True, out_dir))
             print(
-                f"[{script} round {r + 1}] leak: {row.leak[-1].verdict} "
-                f"fixed: {row.fixed[-1].verdict}",
+                f"[{script} round {r + 1}] leak: {row.leak[-1].verdict if row.leak else '-'} "
+                f"fixed: {row.fixed[-1].verdict} (plain {wall:.1f} s, "
+                f"memprobe {row.fixed[-1].wall_s:.1f} s)",
                 file=sys.stderr,
                 flush=True,
             )
@@ -139,6 +164,9 @@ def render(rows: List[Row], markdown: bool) -> str:
         "fixed: verdicts",
         "wall, leaky",
         "wall, fixed",
+        "CPU, leaky",
+        "CPU, fixed",
+        "plain, fixed",
     ]
     body = []
     for row in rows:
@@ -155,6 +183,9 @@ def render(rows: List[Row], markdown: bool) -> str:
                 " ".join(o.verdict for o in row.fixed),
                 _ratio([o.wall_s for o in row.leak], row.plain_s),
                 _ratio([o.wall_s for o in row.fixed], row.fixed_plain_s),
+                _ratio([o.cpu_s for o in row.leak], row.plain_cpu),
+                _ratio([o.cpu_s for o in row.fixed], row.fixed_plain_cpu),
+                f"{statistics.median(row.fixed_plain_s):.1f} s" if row.fixed_plain_s else "-",
             ]
         )
     if markdown:
@@ -170,10 +201,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--only", help="run the scripts whose name contains this")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--records-dir", help="keep the run records here")
+    ap.add_argument("--scale", type=float, default=1.0, help="multiply every script's steps")
+    ap.add_argument("--fixed-only", action="store_true", help="only the fixed twins")
     args = ap.parse_args(argv)
     out_dir = Path(args.records_dir or tempfile.mkdtemp(prefix="bench-frameworks-"))
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows, missing = bench(args.rounds, out_dir, args.only)
+    rows, missing = bench(args.rounds, out_dir, args.only, args.scale, args.fixed_only)
     print(render(rows, args.markdown))
     if missing:
         print(f"not installed, skipped: {', '.join(missing)}")

@@ -253,9 +253,12 @@ class ContainerTracker:
         # grown since the last census; or new since then with a few items already (a dict
         # that held one model at the last census is not in ``prev``: under min_len)
         first = not prev
+        # one that was there at the last census and got longer before any new one: a new
+        # framework object brings dozens of fresh dicts (a model's, an optimizer's, a state
+        # dict's), and a list that gains one of them per fold must not be cut off behind them
         grown = sorted(
             (
-                (n - prev.get(cid, 0), cid)
+                (cid in prev, n - prev.get(cid, 0), cid)
                 for cid, n in lengths.items()
                 if (n > prev[cid] if cid in prev else (not first and n >= MIN_NEW))
                 and cid not in self.watched
@@ -268,7 +271,7 @@ class ContainerTracker:
         room = max(0, min(NEW_PER_CENSUS, MAX_WATCH - len(self.watched)))
         # more candidates than slots: a library's registry filling up on first use must not
         # take the slot of the user's list (see _rank)
-        order = [cid for _, cid in grown[:MAX_CANDIDATES]] if room else []
+        order = [cid for _, _, cid in grown[:MAX_CANDIDATES]] if room else []
         picks = {cid: containers[cid] for cid in order}
         sizes = {cid: (lengths[cid], prev.get(cid, 0)) for cid in order}
         is_new = {cid for cid in order if cid not in prev}
@@ -291,13 +294,17 @@ class ContainerTracker:
             (_rank(found.get(id(obj)), obj, sizes[cid], cid in is_new), k, cid, obj)
             for k, (cid, obj) in enumerate(zip(order, objs))
         )
+        # a new object under a path already watched (``optimizer = Adam(...)`` again, a
+        # ``best_state`` replaced): the watch follows the path; the slot goes to another
+        followed = {w.holder for w in self.watched.values()}
         for rank, _, cid, obj in ranked:
             r = found.get(id(obj)) or holders.result("?", None, [], False)
             if r["holder"].startswith("memprobe_agent") or rank[0] >= _NEVER:
                 self.ignored.add(cid)
                 continue
-            if room <= 0:
+            if room <= 0 or r["holder"] in followed:
                 continue
+            followed.add(r["holder"])
             room -= 1
             length, before = sizes[cid]
             w = Watch(r, qualified(obj), length, before, step)
