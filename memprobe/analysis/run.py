@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from memprobe.analysis.findings import fragmentation_finding, leak_finding
 from memprobe.analysis.options import DEFAULT_OPTIONS, DetectOptions
@@ -515,14 +515,33 @@ def _backs(name: str, other: str, v: SignalVerdict) -> bool:
     return v.family == "object" or other == BLOCKS
 
 
-def _deciding(verdicts: Mapping[Tuple[int, str], SignalVerdict]) -> List[SignalVerdict]:
-    """The verdicts the run's verdict rests on. A process' PSS is its USS plus its share of
-    pages it shares with others, a share that moves whenever another process maps or drops
-    the same libraries: with its USS judged no leak, its PSS holds nothing back."""
+def _deciding(
+    verdicts: Mapping[Tuple[int, str], SignalVerdict], forked: AbstractSet[int] = frozenset()
+) -> List[SignalVerdict]:
+    """The verdicts the run's verdict rests on.
+
+    A process' PSS is its USS plus its share of pages it shares with others, a share that
+    moves whenever another process maps or drops the same libraries: with its USS judged no
+    leak, its PSS holds nothing back. And USS/PSS (sampled from outside, twice a second)
+    that are merely unclear hold nothing back where the process' own RSS, sampled at every
+    step boundary, is judged no leak: RSS is USS plus shared pages, so private memory can
+    only grow faster than RSS by turning shared pages private, which is bounded by what is
+    shared. Except in processes forked from another (``forked``: DataLoader workers), where
+    that copy-on-access is the leak to catch (pytorch/pytorch#13246)."""
     out: List[SignalVerdict] = []
     for (pid, name), v in verdicts.items():
         uss = verdicts.get((pid, "uss_bytes"))
         if name == "pss_bytes" and v.verdict != LEAK and uss is not None and uss.verdict == NO_LEAK:
+            continue
+        rss = verdicts.get((pid, "rss_bytes"))
+        if (
+            name in ("uss_bytes", "pss_bytes")
+            and v.verdict == INCONCLUSIVE
+            and pid not in forked
+            and rss is not None
+            and rss.verdict == NO_LEAK
+            and rss.n >= 2 * v.n
+        ):
             continue
         out.append(v)
     return out
@@ -563,7 +582,8 @@ def analyze(record: RunRecord, options: DetectOptions = DEFAULT_OPTIONS) -> Anal
         signals[str(proc.pid)] = {name: v.summary() for name, v in verdicts.items()}
         all_verdicts.update({(proc.pid, name): v for name, v in verdicts.items()})
         findings.extend(_process_findings(proc, verdicts, record))
-    verdict = run_verdict(_deciding(all_verdicts), options.min_points)
+    forked = {p.pid for p in record.processes if p.role in ("worker", "child")}
+    verdict = run_verdict(_deciding(all_verdicts, forked), options.min_points)
     findings.sort(key=_finding_order)
     return Analysis(
         findings=findings,
