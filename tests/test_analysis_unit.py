@@ -509,3 +509,38 @@ def test_tensor_bytes_climbing_evenly_over_spaced_censuses_are_a_leak() -> None:
     assert leak["tensors:cpu_bytes"].verdict == "leak"
     assert abs((leak["tensors:cpu_bytes"].slope_per_step or 0) - 48 * 1024) < 1
     assert cache["tensors:cpu_bytes"].verdict == "inconclusive"
+
+
+def _allocator_staircase(n: int, seed: int) -> np.ndarray:
+    """RSS of a +24 KiB/step leak as an allocator shows it: arenas of 1-2 MiB every 40-80
+    steps (a rise the steady test sees, and the line-and-noise test does not)."""
+    rng = np.random.default_rng(seed)
+    x = np.arange(float(n))
+    arena = np.zeros(n)
+    at, size = 0.0, 0.0
+    while at < n:
+        size += rng.uniform(1.0, 2.0) * 2**20
+        nxt = at + rng.uniform(40.0, 80.0)
+        arena[int(at) : int(min(n, nxt))] = size
+        at = nxt
+    rss = np.maximum(arena, np.ceil(24e3 * x / 4096.0) * 4096.0)
+    return 300e6 + rss + rng.normal(0.0, 8e3, n)
+
+
+def test_a_steady_rise_alone_over_a_short_window_is_not_yet_a_leak() -> None:
+    # GIVEN 400 steps of RSS rising as an allocator staircase, and nothing else growing
+    # (a preallocated buffer touched page by page rises the same way)
+    rss = _allocator_staircase(400, 3)
+    flat = np.full(400, 5000.0)
+    alone = analyze(_record({"rss_bytes": rss, "py_alloc_blocks": flat}))
+    # THEN not a leak yet, but not "no leak" either
+    v = alone.verdicts[(42, "rss_bytes")]
+    assert v.verdict == "inconclusive" and "nothing else grows" in v.reason
+    assert alone.verdict == "inconclusive"
+    # WHEN a container grows with it (+1 item a step), or the rise goes on for 1,500 steps
+    growing = np.arange(400.0)
+    backed = analyze(_record({"rss_bytes": rss, "container:main:kept:len": growing}))
+    longer = analyze(_record({"rss_bytes": _allocator_staircase(1500, 3)}))
+    # THEN it is a leak
+    assert backed.verdicts[(42, "rss_bytes")].verdict == "leak"
+    assert longer.verdicts[(42, "rss_bytes")].verdict == "leak"

@@ -149,6 +149,7 @@ def judge_process(
     )
     out = bounded_fill(out, bounds)
     out = corroborate(out, carried_in_census(process.census), heavy_items)
+    out = steady_needs_backing(out)
     if axis == "step":
         # the phase after the last step (evaluation, rollouts): on seconds, see phases.py
         tail = stepless_tail(process, options.min_span_seconds_backed)
@@ -156,6 +157,41 @@ def judge_process(
             t_stop, after = tail
             tail_verdicts = judge_process(after, options, n_tests * 2, after_steps=True)
             out = merge_tail(out, tail_verdicts, t_stop, after, options)
+    return out
+
+
+# a memory leak by the steady-rise test alone (see verdict.SignalVerdict.steady) stands on its
+# own over at least this long a window: shorter, a buffer being filled (a preallocated ring
+# buffer touched page by page, a teacher's outputs computed once) rises just as steadily
+STEADY_ALONE_STEPS = 1000.0
+STEADY_ALONE_S = 30.0
+
+
+def steady_needs_backing(verdicts: Dict[str, SignalVerdict]) -> Dict[str, SignalVerdict]:
+    """Memory called a leak only because it rises steadily, over a short window, with no
+    other signal of the process leaking by the regular test or any count growing with it:
+    not a leak yet (the growth still keeps the run from "no leak")."""
+    backed = any(
+        (v.verdict == LEAK and not v.steady)
+        or (v.family in ("object", "heap") and (v.verdict == LEAK or v.growing))
+        for v in verdicts.values()
+    )
+    if backed:
+        return verdicts
+    out = dict(verdicts)
+    for name, v in verdicts.items():
+        if not (v.verdict == LEAK and v.steady and v.family == "memory"):
+            continue
+        span = (v.x_end or 0.0) - (v.x0 or 0.0)
+        if span >= (STEADY_ALONE_STEPS if v.axis == "step" else STEADY_ALONE_S):
+            continue
+        out[name] = replace(
+            v,
+            verdict=INCONCLUSIVE,
+            substantial=True,
+            reason=f"{v.reason}, but nothing else grows with it yet",
+            needed="a longer rise, or another signal growing with it",
+        )
     return out
 
 

@@ -80,6 +80,9 @@ class SignalVerdict:
     # ... and by at least what counts in all over the window: enough to keep a run from
     # being called "no leak" (see run.run_verdict)
     substantial: bool = False
+    # a leak by the steady-rise test only (no clearance over the noise band): see
+    # run.steady_needs_backing
+    steady: bool = False
 
     def summary(self) -> SignalSummary:
         """The per-signal entry of ``RunRecord.signals``."""
@@ -296,7 +299,13 @@ def _judge_window(
         what = "floor of a sawtooth rises" if floor else "grows"
         if steady_p is not None:
             what = "grows steadily"
-        return SignalVerdict(LEAK, reason=f"{what} {fmt(tr.slope)}", confidence=conf, **common)
+        return SignalVerdict(
+            LEAK,
+            reason=f"{what} {fmt(tr.slope)}",
+            confidence=conf,
+            steady=steady_p is not None,
+            **common,
+        )
     se = standard_error(tr, z_crit)
     growing = bool(common["growing"])
     if tr.ci_high < thr and not growing:
