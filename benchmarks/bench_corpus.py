@@ -66,14 +66,16 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_scripts"
 HELDOUT = SAMPLES / "heldout"
 FRESH = SAMPLES / "fresh"
-# two more, each written by another author in parallel, after the work on the first three,
-# told to write as other people write and never shown the detector ("wild_a", "wild_b")
+# four more, each written by another author, after the work on the first three, told to
+# write as other people write and never shown the detector ("wild_a" .. "wild_d")
 CORPORA = {
     "sample": SAMPLES,
     "heldout": HELDOUT,
     "fresh": FRESH,
     "wild_a": SAMPLES / "wild_a",
     "wild_b": SAMPLES / "wild_b",
+    "wild_c": SAMPLES / "wild_c",
+    "wild_d": SAMPLES / "wild_d",
 }
 N_CUTS = 40
 HEADER_LINES = 12
