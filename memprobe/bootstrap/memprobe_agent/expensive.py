@@ -47,11 +47,18 @@ STALL_LOOK_S = 1.0
 STALL_SECOND_S = 1.0
 STALL_FORCED = 2
 STALL_FORCED_RUN = 4
-# Forced looks (of any kind) are taken whatever the budget while they have cost less than
-# this in all, in seconds of the census thread's CPU: every one of them on the heaps of
-# ordinary training scripts and frameworks (0.02-0.3 s a census here), the first few on a
-# heap whose census takes most of its one-second deadline; the rest wait for the budget.
+# What forced looks may cost in all (wall seconds) before the rest wait for the budget. The
+# first two at steps (5, 25: a baseline and a look that sees a container grow) are always
+# taken; those at steps 100 and 400 while all forced looks cost less than FORCED_MAX_S; the
+# looks of a program without steps (yet) while they cost less than TICK_FORCED_MAX_S, those
+# of a phase without steps less than STALL_FORCED_MAX_S. On an ordinary script's heap (a
+# census of 0.05-0.2 s here) that is every one of them; on a framework's (0.3-0.7 s: the
+# Hugging Face Trainer, Lightning) two or three, where they had cost 2-4 s: most of the
+# looks before the first step (the framework setting up) were thrown away at that step.
 FORCED_MAX_S = 1.0
+TICK_FORCED_MAX_S = 0.3
+STALL_FORCED_MAX_S = 0.6
+ALWAYS_FORCED = 2
 BELOW_DEPTH = 4  # levels looked down from a carried root for another carried root
 BELOW_NODES = 64
 
@@ -99,7 +106,8 @@ class Expensive:
         # plugin, whose few repetitions are all the run there is, asks for its own)
         self.force_steps = [int(s) for s in cfg.get("census_steps", [25, 100, 400])]
         self.forced_total = self.forced_left = 1 + len(self.force_steps)
-        self.forced_spent = 0.0  # seconds the forced looks cost so far (see FORCED_MAX_S)
+        # wall seconds the forced looks cost so far: all, before any step, in phases without
+        self.forced_spent = self.tick_spent = self.stall_spent = 0.0  # steps (FORCED_MAX_S)
         # watched containers followed by path: a few microseconds, at the cheap-sample pace
         self.poll_s = float(
             cfg.get(
@@ -145,7 +153,8 @@ class Expensive:
             return
         try:
             force = self.forced_left > 0 and step >= self.force_at
-            if force and self.forced_spent >= FORCED_MAX_S:
+            taken = self.forced_total - self.forced_left
+            if force and taken >= ALWAYS_FORCED and self.forced_spent >= FORCED_MAX_S:
                 force, self.forced_left = False, 0  # the rest on the budget
             if force:
                 self.forced_left -= 1
@@ -174,9 +183,10 @@ class Expensive:
             force = (
                 (0 < self.seq < TICK_FORCED or self.look_again)
                 and now >= self.tick_forced_at
-                and self.forced_spent < FORCED_MAX_S
+                and self.tick_spent < TICK_FORCED_MAX_S
             )
-            self._due(None, now, force=force)
+            spent = self._due(None, now, force=force)
+            self.tick_spent += spent
             if force:
                 # 0.5 s, then 1 s, 2 s apart: a long set-up (a model built, data loaded)
                 # must not take all of them before the program's loop has begun
@@ -188,7 +198,7 @@ class Expensive:
         """A forced look of a phase without steps is due (whatever ``next_due`` says)."""
         if not self.enabled or not self.agent.steps or self.stall_forced_left <= 0:
             return False
-        if self.forced_spent >= FORCED_MAX_S:
+        if self.stall_spent >= STALL_FORCED_MAX_S:
             return False
         last = float(getattr(self.agent, "last_step_t", now))
         if now - last < STALL_LOOK_S:
@@ -210,9 +220,9 @@ class Expensive:
                 self.stall_looks < STALL_FORCED
                 and self.stall_forced_left > 0
                 and now >= self.stall_look_at
-                and self.forced_spent < FORCED_MAX_S
+                and self.stall_spent < STALL_FORCED_MAX_S
             )
-            self._due(None, now, force=force)
+            self.stall_spent += self._due(None, now, force=force)
             if force:
                 self.stall_looks += 1
                 self.stall_forced_left -= 1
@@ -237,7 +247,10 @@ class Expensive:
 
     # -- scheduling ------------------------------------------------------------------------
 
-    def _due(self, step: Optional[int], now: float, force: bool) -> None:
+    def _due(self, step: Optional[int], now: float, force: bool) -> float:
+        """What is due now (a tracemalloc window's end, a census, a poll); returns the wall
+        seconds a forced census took (0 when none was forced)."""
+        forced = 0.0
         if self.tm.active and self.tm.mode == "auto" and self.tm.due(step or 0, now):
             with self.agent.interrupts.held():
                 result = self._end_window(step, now)
@@ -253,18 +266,19 @@ class Expensive:
                 )
         tracing = self.tm.active and self.tm.mode == "auto"
         if force or (now >= self.census_due and not tracing):  # a census under tracemalloc
-            # CPU time, not wall: on a busy machine a census waits for a core too, and the
-            cpu0 = time.thread_time()  # looks a short run needs must not be given up for it
-            with self.agent.interrupts.held():  # (a census under tracemalloc would run
-                self._census(step, now, None)  # many times slower)
+            t0 = time.perf_counter()  # (a census under tracemalloc would run many times
+            with self.agent.interrupts.held():  # slower)
+                self._census(step, now, None)
             if force:
-                self.forced_spent += time.thread_time() - cpu0
+                forced = time.perf_counter() - t0
+                self.forced_spent += forced
         elif now >= self.poll_due:
             self._poll(step, now)
         window = now + 0.1 if self.tm.active and self.tm.mode == "auto" else float("inf")
         # until the fixed-step censuses are taken, look at every step (a cheap comparison)
         due = min(self.census_due, self.poll_due, window)
         self.next_due = 0.0 if self.forced_left else due
+        return forced
 
     def _poll(self, step: Optional[int], now: float) -> None:
         t0 = time.perf_counter()
