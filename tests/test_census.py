@@ -220,6 +220,48 @@ def test_tracker_names_a_growing_container_and_polls_it() -> None:
     assert "container:tracker_demo.values:len" not in v
 
 
+def test_a_slow_list_gets_a_slot_beside_a_new_objects_fresh_dicts() -> None:
+    # GIVEN a module that keeps one record per fold (a slow list) and builds a new model and
+    # optimizer each fold: each time three fresh dicts, longer than what the list gained
+    mod = types.ModuleType("folds_demo")
+    mod.__file__ = "/srv/project/folds_demo.py"
+    mod.fold_results = [{"fold": 0}]  # type: ignore[attr-defined]
+
+    class Opt:
+        def __init__(self) -> None:
+            self.state = {f"p{i}": i for i in range(30)}
+            self.defaults = {f"k{i}": i for i in range(20)}
+            self.modules = {f"m{i}": i for i in range(15)}
+
+    sys.modules["folds_demo"] = mod
+    old = []  # the replaced optimizers stay alive here: no new dict reuses an old one's id
+    try:
+        tracker = containers.ContainerTracker()
+        entries: List[Dict[str, Any]] = []
+        for fold in range(4):
+            old.append(getattr(mod, "optimizer", None))
+            # WHEN each census sees a whole new optimizer, and by the third the list has
+            # five records (new to the tracker: it was too short before)
+            mod.optimizer = Opt()  # type: ignore[attr-defined]
+            if fold == 2:
+                mod.fold_results.extend({"fold": f} for f in range(1, 5))  # type: ignore[attr-defined]
+            census_now = _take()
+            _, entries = tracker.update(
+                census_now["containers"],
+                census_now["lengths"],
+                fold * 100 + 5,
+                time.perf_counter() + FAR,
+                set(),
+            )
+            del census_now
+    finally:
+        del sys.modules["folds_demo"]
+    # THEN the list is watched (the optimizer's paths are followed already, one slot each)
+    holders = [e["holder"] for e in entries]
+    assert "folds_demo.fold_results" in holders, holders
+    assert holders.count("folds_demo.optimizer.state") <= 1, holders
+
+
 def test_elem_types_reads_only_types() -> None:
     assert census.elem_types(collections.deque([1, "a", Widget()])) == [
         "int",
@@ -398,13 +440,31 @@ def test_holders_inside_an_lru_cache_and_a_tensors_hooks() -> None:
     assert up[1]["holder"].endswith("weight._backward_hooks")
 
 
-def test_a_bounded_deque_filling_opens_no_tracemalloc_window() -> None:
-    # GIVEN a census that saw a deque(maxlen=1000) gain 300 items (rich's progress samples)
-    # and, separately, an unbounded list gain as many
-    bounded = {"holder": "progress._tasks[0]._progress", "grew": 300, "maxlen": 1000}
-    unbounded = {"holder": "main:losses", "grew": 300, "maxlen": None}
-    state = types.SimpleNamespace(prev_v={})
-    # WHEN the auto mode asks whether to trace a window
-    # THEN only the unbounded growth is suspicious
-    assert not expensive.Expensive._suspicious(state, {}, [bounded])  # type: ignore[arg-type]
-    assert expensive.Expensive._suspicious(state, {}, [unbounded])  # type: ignore[arg-type]
+def _grew_at(state: Any, step: int, entries: List[Dict[str, Any]]) -> Dict[str, bool]:
+    return expensive.Expensive._grew(state, {}, entries, step)  # type: ignore[arg-type]
+
+
+def test_a_tracemalloc_window_only_for_heavy_growth_sustained_over_two_censuses() -> None:
+    # GIVEN the auto mode's bookkeeping, and censuses 1,000 steps apart that see three
+    # containers gain 300 items each: a bounded deque (rich's progress samples), an unbounded
+    # list of small dicts (a Trainer's log_history: 100 B a step) and an unbounded list
+    # whose items' bytes grow by 3 KB a step
+    state = types.SimpleNamespace(prev_v={}, box_bytes={}, grew_before={})
+
+    def census(step: int) -> Dict[str, bool]:
+        entries = [
+            {"holder": "progress._progress", "grew": 300, "maxlen": 1000, "bytes": 1e5},
+            {"holder": "trainer.state.log_history", "grew": 300, "bytes": 100.0 * step},
+            {"holder": "main:losses", "grew": 300, "bytes": 3000.0 * step},
+        ]
+        grew = _grew_at(state, step, entries)
+        suspicious = expensive.Expensive._suspicious(state, grew)  # type: ignore[arg-type]
+        state.grew_before = grew
+        return {"suspicious": suspicious, **grew}
+
+    first, second = census(1000), census(2000)
+    # THEN the deque never counts, the small dicts never open a window, and the heavy list
+    # opens one once it has grown at two censuses in a row, by bytes that count
+    assert "box:progress._progress" not in second
+    assert second["box:trainer.state.log_history"] is False
+    assert first["suspicious"] is False and second["suspicious"] is True

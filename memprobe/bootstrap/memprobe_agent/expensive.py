@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Dict, List, Optional, Set
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from . import census, containers, graphs, roots, sizes, threadsafe, wire
 from .budget import Budget
@@ -59,6 +59,17 @@ FORCED_MAX_S = 1.0
 TICK_FORCED_MAX_S = 0.3
 STALL_FORCED_MAX_S = 0.6
 ALWAYS_FORCED = 2
+# counts whose growth may open a tracemalloc window (with the containers), and whether
+# their growth is heavy on its own: graphs, models and figures are; arrays and plain
+# tensors only when a container's items grow by bytes that count
+_GROWTH_KEYS = (
+    ("tensors:grad_fn_count", True),
+    ("graph:nodes", True),
+    ("modules:count", True),
+    ("figures:count", True),
+    ("ndarray:count", False),
+    ("tensors:count", False),
+)
 BELOW_DEPTH = 4  # levels looked down from a carried root for another carried root
 BELOW_NODES = 64
 
@@ -135,6 +146,8 @@ class Expensive:
         # the first census that sees graph-holding tensors asks for one more soon: whether
         # a graph is carried across steps takes two looks (see _carried)
         self.look_again = False
+        self.grew_before: Dict[str, bool] = {}  # what grew at the last census (see _grew)
+        self.box_bytes: Dict[str, Tuple[float, int]] = {}  # holder -> (items' bytes, step)
         self.stall_of = float("-inf")  # the last step before the phase without steps now
         self.stall_looks = 0  # forced looks taken in it
         self.stall_forced_left = STALL_FORCED_RUN
@@ -389,15 +402,17 @@ class Expensive:
         has_graphs = v.get("tensors:grad_fn_count", 0) > 0
         self.look_again = has_graphs and not self.had_graphs
         self.had_graphs = self.had_graphs or has_graphs
+        grew = self._grew(v, entries, step)
         if (
             self.tm.mode == "auto"
             and not self.tm.active
             and now >= self.tm_allowed
             and not self.forced_left
             and step is not None
-            and self._suspicious(v, entries)
+            and self._suspicious(grew)
         ):
             self.tm.begin(step, time.monotonic())
+        self.grew_before = grew
         self.prev_v = v
         done = time.monotonic()
         self.last = (done, step or 0)
@@ -524,23 +539,44 @@ class Expensive:
             v[f"objects:{name}"] = n
             types.setdefault(name, {"count": n})
 
-    def _suspicious(self, v: Dict[str, float], entries: List[Dict[str, Any]]) -> bool:
-        # a bounded deque filling up (rich's progress samples, a replay buffer) is not: it
-        # stops at its maxlen, and tracing a window for it slows the program for nothing
-        if any(
-            e.get("grew", 0) >= SUSPICIOUS_DELTA and not e.get("scalar") and e.get("maxlen") is None
-            for e in entries
-        ):
-            return True
-        keys = (
-            "tensors:grad_fn_count",
-            "graph:nodes",
-            "ndarray:count",
-            "modules:count",
-            "figures:count",
-            "tensors:count",
-        )
-        return any(v.get(k, 0) - self.prev_v.get(k, v.get(k, 0)) >= SUSPICIOUS_DELTA for k in keys)
+    def _grew(
+        self, v: Dict[str, float], entries: List[Dict[str, Any]], step: Optional[int]
+    ) -> Dict[str, bool]:
+        """What grew since the last census, by what -> heavy: the watched containers that
+        gained items (heavy when their items' bytes grew by a KiB a step or more), and the
+        counts of things that matter (graphs, modules, figures heavy; arrays, tensors not).
+        A bounded deque filling up (rich's progress samples, a replay buffer) is left out:
+        it stops at its maxlen."""
+        out: Dict[str, bool] = {}
+        boxes: Dict[str, Tuple[float, int]] = {}
+        for e in entries:
+            holder, nbytes = e.get("holder"), e.get("bytes")
+            if not isinstance(holder, str):
+                continue
+            if isinstance(nbytes, (int, float)) and step is not None:
+                boxes[holder] = (float(nbytes), step)
+            if e.get("grew", 0) < SUSPICIOUS_DELTA or e.get("scalar") or e.get("maxlen"):
+                continue
+            before = self.box_bytes.get(holder)
+            heavy = (
+                before is not None
+                and holder in boxes
+                and boxes[holder][1] > before[1]
+                and (boxes[holder][0] - before[0]) / (boxes[holder][1] - before[1]) >= 1024
+            )
+            out["box:" + holder] = heavy
+        self.box_bytes = boxes
+        for key, heavy in _GROWTH_KEYS:
+            if v.get(key, 0) - self.prev_v.get(key, v.get(key, 0)) >= SUSPICIOUS_DELTA:
+                out[key] = heavy
+        return out
+
+    def _suspicious(self, grew: Dict[str, bool]) -> bool:
+        """Worth a tracemalloc window (allocation-heavy code runs several times slower in
+        one): something that grew at this census and at the one before, and is heavy there
+        (a Hugging Face Trainer's ``log_history`` gains a small dict every few steps, every
+        census: a 2.4 s window for nothing)."""
+        return any(heavy and key in self.grew_before for key, heavy in grew.items())
 
     def _say(self, payload: Dict[str, Any]) -> None:
         stride = payload.get("stride", 1)
