@@ -468,3 +468,36 @@ def test_a_tracemalloc_window_only_for_heavy_growth_sustained_over_two_censuses(
     assert "box:progress._progress" not in second
     assert second["box:trainer.state.log_history"] is False
     assert first["suspicious"] is False and second["suspicious"] is True
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 13), reason="f_locals is a proxy (PEP 667)")
+def test_reading_a_training_mains_locals_keeps_nothing_alive() -> None:
+    # GIVEN a main() that calls model.eval() (a method: no read of its own locals) and one
+    # that keeps locals() (its own snapshot, which must be left alone)
+    from memprobe.bootstrap.memprobe_agent import frames
+
+    model = torch.nn.Linear(2, 2)
+    seen: Dict[str, Any] = {}
+
+    def training_main() -> None:
+        loss = model(torch.ones(1, 2)).sum()
+        model.eval()
+        frame = sys._getframe()
+        seen["names"] = [k for k, _ in frames.local_items(frame, frames.OWN)]
+        # THEN after the read the frame's snapshot holds no reference to the loss
+        seen["kept"] = [
+            r for r in __import__("gc").get_referrers(loss) if isinstance(r, dict) and "loss" in r
+        ]
+
+    def keeps_its_locals() -> None:
+        mine = locals()
+        value = object()
+        frames.local_items(sys._getframe(), frames.OWN)
+        seen["mine"] = "value" in mine
+
+    training_main()
+    keeps_its_locals()
+    assert "loss" in seen["names"]
+    assert seen["kept"] == [], seen["kept"]
+    # AND a function holding locals() keeps its dict as CPython left it
+    assert seen["mine"] is True

@@ -198,6 +198,8 @@ def culprit_for(signal: str, prof: Profile) -> Optional[Culprit]:
     if signal.startswith("container:"):
         holder = signal[len("container:") :].rsplit(":", 1)[0]
         box = next((b for b in prof.containers if b.holder == holder), None)
+        if prof.active is not None and holder not in prof.active:
+            box = None  # its own length series says it stopped: not what keeps growing
         return _container(prof, box) if box is not None else _primary(prof)
     if signal.startswith("objects:"):
         return _of_type(prof, signal[len("objects:") :])

@@ -11,8 +11,11 @@ emptied again, where that is safe:
 - never on 3.13+, where ``f_locals`` is a write-through proxy (PEP 667) and
   reading leaves nothing behind (emptying it would delete the locals);
 - never for a module or class body (their ``f_locals`` *is* their namespace);
-- never when the function itself may hold the snapshot (its code names
-  ``locals``, ``vars``, ``exec`` or ``eval``: ``d = locals()`` is that dict);
+- never when the function itself may hold the snapshot: its code calls ``locals``,
+  ``vars``, ``exec`` or ``eval`` as a builtin (``d = locals()`` is that dict), or reads
+  an ``f_locals`` itself. A method of that name is no such call: ``model.eval()`` is in
+  most training ``main()``s, and left the snapshot (last census' ``loss`` and its
+  autograd graph) alive until the next census;
 - never while a Python-level tracer or profiler may be running (a debugger,
   coverage's Python tracer): CPython calls such a hook between copying the
   locals into the snapshot and copying them back (``PyFrame_LocalsToFast(f,
@@ -88,7 +91,7 @@ def _may_clear(frame: types.FrameType, whose: str) -> bool:
     key = code_key(code)
     ok = _clear_ok.get(key)
     if ok is None:
-        ok = _clear_ok[key] = _READS_LOCALS.isdisjoint(code.co_names)
+        ok = _clear_ok[key] = not _reads_locals(code)
     if not ok:
         return False
     if whose == SUSPENDED:
@@ -97,6 +100,26 @@ def _may_clear(frame: types.FrameType, whose: str) -> bool:
         # a hook mid-event on a frame of this thread would be above the agent's own code
         return not _own_thread_hooked()
     return not tracing_possible()
+
+
+def _reads_locals(code: types.CodeType) -> bool:
+    """The function may hold its own snapshot: it calls one of ``_READS_LOCALS`` as a
+    global or builtin (attribute loads of those names are left aside), or reads an
+    ``f_locals``. Decoded once per code object, only when one of the names occurs."""
+    names = frozenset(code.co_names)
+    if "f_locals" in names:
+        return True
+    if _READS_LOCALS.isdisjoint(names):
+        return False
+    try:
+        import dis
+
+        return any(
+            ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") and ins.argval in _READS_LOCALS
+            for ins in dis.get_instructions(code)
+        )
+    except Exception:  # noqa: BLE001 - an unreadable code object: assume it may
+        return True
 
 
 def local_items(frame: types.FrameType, whose: str) -> List[Tuple[str, Any]]:
