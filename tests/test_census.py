@@ -501,3 +501,35 @@ def test_reading_a_training_mains_locals_keeps_nothing_alive() -> None:
     assert seen["kept"] == [], seen["kept"]
     # AND a function holding locals() keeps its dict as CPython left it
     assert seen["mine"] is True
+
+
+def test_a_list_at_the_address_of_one_set_aside_is_still_watched() -> None:
+    # GIVEN a nameless start-up list the tracker set aside, then freed: CPython hands its
+    # address to the next list made, here the program's own list of eval outputs
+    mod = types.ModuleType("reuse_demo")
+    sys.modules["reuse_demo"] = mod
+    try:
+        tracker = containers.ContainerTracker()
+        first = _take()
+        tracker.update(first["containers"], first["lengths"], 1, time.perf_counter() + FAR, set())
+        del first
+        junk = [object() for _ in range(10)]
+        tracker.ignored[id(junk)] = len(junk)
+        address = id(junk)
+        del junk
+        mod.outputs = []  # type: ignore[attr-defined]
+        if id(mod.outputs) != address:  # type: ignore[attr-defined]
+            pytest.skip("this interpreter did not reuse the address")
+        # WHEN it grows past what the set-aside one held, census after census
+        entries: List[Dict[str, Any]] = []
+        for step in (100, 200, 300):
+            mod.outputs.extend({"row": i} for i in range(12))  # type: ignore[attr-defined]
+            now = _take()
+            _, entries = tracker.update(
+                now["containers"], now["lengths"], step, time.perf_counter() + FAR, set()
+            )
+            del now
+    finally:
+        del sys.modules["reuse_demo"]
+    # THEN it is watched under its name
+    assert "reuse_demo.outputs" in [e["holder"] for e in entries]

@@ -213,7 +213,12 @@ class ContainerTracker:
     def __init__(self) -> None:
         self.prev: Dict[int, int] = {}
         self.watched: Dict[int, Watch] = {}
-        self.ignored: Set[int] = set()
+        # id -> length when it was set aside (nameless, the agent's, a registry). An id is
+        # an address: once that container is freed, the next list made may get it (CPython
+        # reuses list objects at once), so an entry lasts only while a container of that id
+        # is in every census, no shorter than it was and not yet twice as long: an eval
+        # loop's ``all_logits`` got the id of a start-up list set aside and was never seen
+        self.ignored: Dict[int, int] = {}
 
     def own_ids(self) -> Set[int]:
         return {id(self.prev), id(self.watched), id(self.ignored)}
@@ -249,6 +254,9 @@ class ContainerTracker:
             if w.stale >= STALE_CENSUSES and len(self.watched) >= MAX_WATCH:
                 del self.watched[cid]
         obj = None
+        self.ignored = {
+            cid: n for cid, n in self.ignored.items() if n <= lengths.get(cid, -1) < 2 * n + MIN_NEW
+        }
         prev = self.prev
         # grown since the last census; or new since then with a few items already (a dict
         # that held one model at the last census is not in ``prev``: under min_len)
@@ -300,7 +308,7 @@ class ContainerTracker:
         for rank, _, cid, obj in ranked:
             r = found.get(id(obj)) or holders.result("?", None, [], False)
             if r["holder"].startswith("memprobe_agent") or rank[0] >= _NEVER:
-                self.ignored.add(cid)
+                self.ignored[cid] = sizes[cid][0]
                 continue
             if room <= 0 or r["holder"] in followed:
                 continue
