@@ -47,16 +47,17 @@ STALL_LOOK_S = 1.0
 STALL_SECOND_S = 1.0
 STALL_FORCED = 2
 STALL_FORCED_RUN = 4
-# What forced looks may cost before the rest wait for the budget. The first two at steps
-# (5, 25: a baseline and a look that sees a container grow) are always taken; those at steps
-# 100 and 400 only on a heap whose census takes less than BIG_CENSUS_CPU_S of CPU (an
-# ordinary training script's: 0.05-0.14 s here, also on a busy machine, where its wall time
-# doubles), and while all forced looks cost less than FORCED_MAX_S of wall time; the looks
-# of a program without steps (yet) while they cost less than TICK_FORCED_MAX_S, those of a
-# phase without steps less than STALL_FORCED_MAX_S. A framework's heap (the Hugging Face
-# Trainer, Lightning, accelerate: 0.16-0.25 s a census) gets two: a fixed cost of ~0.4 s
-# instead of ~1 s, most of what memprobe cost a 60 s run of it.
-BIG_CENSUS_CPU_S = 0.15
+# What forced looks may cost in all (wall seconds) before the rest wait for the budget. The
+# first two at steps (5, 25: a baseline and a look that sees a container grow) are always
+# taken; those at steps 100 and 400 while all forced looks cost less than FORCED_MAX_S; the
+# looks of a program without steps (yet) while they cost less than TICK_FORCED_MAX_S, those
+# of a phase without steps less than STALL_FORCED_MAX_S. On an ordinary script's heap (a
+# census of 0.05-0.2 s here) that is every one of them; on a framework's (0.3-0.7 s: the
+# Hugging Face Trainer, Lightning) two or three, where they had cost 2-4 s: most of the
+# looks before the first step (the framework setting up) were thrown away at that step.
+# (Skipping the looks at 100 and 400 on any heap whose census takes 0.15 s of CPU saved a
+# framework run ~0.5 s, but ordinary scripts that import matplotlib take 0.15-0.17 s too:
+# two wild_b leaks were left with two censuses in 14 s and no holder.)
 FORCED_MAX_S = 1.0
 TICK_FORCED_MAX_S = 0.3
 STALL_FORCED_MAX_S = 0.6
@@ -121,7 +122,6 @@ class Expensive:
         self.forced_total = self.forced_left = 1 + len(self.force_steps)
         # wall seconds the forced looks cost so far: all, before any step, in phases without
         self.forced_spent = self.tick_spent = self.stall_spent = 0.0  # steps (FORCED_MAX_S)
-        self.last_cpu = 0.0  # CPU seconds of the last census (BIG_CENSUS_CPU_S)
         # watched containers followed by path: a few microseconds, at the cheap-sample pace
         self.poll_s = float(
             cfg.get(
@@ -170,8 +170,7 @@ class Expensive:
         try:
             force = self.forced_left > 0 and step >= self.force_at
             taken = self.forced_total - self.forced_left
-            big = self.last_cpu >= BIG_CENSUS_CPU_S or self.forced_spent >= FORCED_MAX_S
-            if force and taken >= ALWAYS_FORCED and big:
+            if force and taken >= ALWAYS_FORCED and self.forced_spent >= FORCED_MAX_S:
                 force, self.forced_left = False, 0  # the rest on the budget
             if force:
                 self.forced_left -= 1
@@ -283,10 +282,9 @@ class Expensive:
                 )
         tracing = self.tm.active and self.tm.mode == "auto"
         if force or (now >= self.census_due and not tracing):  # a census under tracemalloc
-            t0, cpu0 = time.perf_counter(), time.thread_time()  # (a census under tracemalloc
-            with self.agent.interrupts.held():  # would run many times slower)
+            t0 = time.perf_counter()  # (a census under tracemalloc would run many times
+            with self.agent.interrupts.held():  # slower)
                 self._census(step, now, None)
-            self.last_cpu = time.thread_time() - cpu0
             if force:
                 forced = time.perf_counter() - t0
                 self.forced_spent += forced
