@@ -384,3 +384,32 @@ def test_one_tensor_that_keeps_growing_is_named() -> None:
     # AND a largest tensor that stopped growing names nothing
     entries[-1] = grown(760, 39000, True)
     assert culprit_for("rss_bytes", build_profile(entries)) is None
+
+
+def test_outputs_kept_in_an_eval_loop_get_the_no_grad_hint_whatever_walk_was_whole() -> None:
+    # GIVEN training censuses whose whole graph walks saw only the step's loss, then an
+    # evaluation loop keeping every batch's logits, whose walks were cut (too many wrappers)
+    def cut(step: int, n: int) -> Dict[str, Any]:
+        entry = census(
+            step,
+            roots=n + 1,
+            nodes=0,
+            largest=0,
+            root_type="NllLossBackward0",
+            containers=[box("eval.py:main:val_outputs", n, 10, "torch.Tensor")],
+        )
+        entry["graphs"].update(
+            cut="wrappers",
+            largest_root_type=None,
+            root_types={"AddmmBackward0": n, "NllLossBackward0": 1},
+        )
+        return entry
+
+    entries = [census(s, root_type="NllLossBackward0") for s in (5, 25, 100, 400)]
+    entries += [cut(600, 120), cut(800, 260), cut(1000, 390)]
+    rec = record(entries, [leak("rss_bytes")])
+    # WHEN the culprit is attributed
+    (out,) = attribute(rec, rec.findings)
+    # THEN the kept roots are the outputs (not the training loss of an earlier whole walk)
+    assert out.culprit is not None and out.culprit["holder"] == "eval.py:main:val_outputs"
+    assert out.fix_hint is not None and "no_grad" in out.fix_hint, (out.evidence, out.explanation)

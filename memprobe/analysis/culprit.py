@@ -373,11 +373,16 @@ def _graphs(prof: Profile) -> Optional[Culprit]:
         # the biggest graph a complete walk saw when the most roots were alive: one kept
         # item's graph (the mean over all roots mixes in every small one)
         biggest = prof.at_peak("graph:roots", "graphs", "largest")
-        root_type = prof.at_peak("graph:roots", "graphs", "largest_root_type")
-        if not isinstance(root_type, str):  # the walk was cut: the commonest root's type
-            kinds = prof.at_peak("graph:roots", "graphs", "root_types")
-            if isinstance(kinds, dict) and kinds:
-                root_type = str(max(kinds, key=lambda k: kinds[k]))
+        # what the kept roots are: the commonest root type where the most graph-holding
+        # tensors were alive (the tensor pass counts them all; a graph walk that was cut
+        # still says what its roots are, and the largest root of a whole walk may come from
+        # another phase: a training step's loss before an eval loop's kept outputs)
+        kinds = prof.at_peak("tensors:grad_fn_count", "graphs", "root_types")
+        root_type: Any = None
+        if isinstance(kinds, dict) and kinds:
+            root_type = str(max(kinds, key=lambda k: kinds[k]))
+        else:
+            root_type = prof.at_peak("graph:roots", "graphs", "largest_root_type")
         nodes = (
             f" of up to {biggest:.0f} nodes"
             if isinstance(biggest, (int, float)) and biggest >= 1
