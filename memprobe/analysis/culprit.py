@@ -301,7 +301,8 @@ def _growing_tensor(prof: Profile) -> Optional[Culprit]:
     grew): the tensor count stays flat while tensor bytes climb."""
     sizes: List[Tuple[float, Dict[str, Any]]] = []
     for entry in prof.entries:
-        info = entry.get("tensors", {}).get("largest") if isinstance(entry, dict) else None
+        tensors = entry.get("tensors") if isinstance(entry, dict) else None
+        info = tensors.get("largest") if isinstance(tensors, dict) else None
         if isinstance(info, dict) and isinstance(info.get("bytes"), (int, float)):
             sizes.append((float(info["bytes"]), info))
     if len(sizes) >= 3 and sizes[-1][0] < 0.5 * sizes[-2][0]:
