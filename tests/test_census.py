@@ -533,3 +533,23 @@ def test_a_list_at_the_address_of_one_set_aside_is_still_watched() -> None:
         del sys.modules["reuse_demo"]
     # THEN it is watched under its name
     assert "reuse_demo.outputs" in [e["holder"] for e in entries]
+
+
+def test_a_tensor_kept_in_a_small_state_dict_is_named_by_its_key() -> None:
+    # GIVEN a training function that accumulates into a dict of running values (a tutorial's
+    # `state["running_loss"] += loss`), beside a big dict of tensors it keeps per step
+    w = torch.ones(3, requires_grad=True)
+    state = {"running_loss": (w * 2).sum(), "n": 3}
+    per_step = {i: (w * i).sum() for i in range(40)}
+
+    def holds(value: Any) -> bool:
+        return type(value) is torch.Tensor and graphs.holds_graph(value)
+
+    # WHEN the graph-holding tensors the user's roots name are looked for
+    found = dict(roots.find_matching(holds, time.perf_counter() + FAR))
+    # THEN the running value is named by its key, and the big dict's items are not named
+    here = "test_census.py:test_a_tensor_kept_in_a_small_state_dict_is_named_by_its_key"
+    named = [h for h, t in found.items() if t is state["running_loss"]]
+    assert named and named[0].startswith(f"{here}:state") and "running_loss" in named[0]
+    assert not any("per_step[" in holder for holder in found), found
+    del per_step

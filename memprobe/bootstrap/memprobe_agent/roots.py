@@ -189,12 +189,25 @@ def find_matching(
                     out.append((_found(label, origin, steps, None)["holder"], value))
                     if len(out) >= limit:
                         return out
-                elif d < depth - 1 and type(value) not in _SEQS and type(value) not in _DICTS:
+                elif d < depth - 1 and _looked_into(value):
                     nxt.extend((c, steps + [st]) for st, c in _children(value)[:64])
             if time.perf_counter() > deadline:
                 return out
             level = nxt
     return out
+
+
+SMALL_DICT = 16
+
+
+def _looked_into(value: Any) -> bool:
+    """Whether ``find_matching`` looks one level below ``value``: objects, and small dicts
+    (a state dict of a few running values: ``state["running_loss"] += loss``), never
+    sequences or big dicts, whose items are a container's to name (``losses[i]``)."""
+    cls = type(value)
+    if cls in _SEQS:
+        return False
+    return cls not in _DICTS or len(value) <= SMALL_DICT
 
 
 def _modules(libs: List[str]) -> Tuple[List[Tuple[str, Any]], List[Tuple[str, Any]]]:
