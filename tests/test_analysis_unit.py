@@ -18,6 +18,7 @@ from memprobe.analysis import (
     project_oom,
     unit_of,
 )
+from memprobe.analysis.run import items_bytes_rate
 from memprobe.analysis.trend import sawtooth_floor
 from memprobe.analysis.warmup import detect_warmup
 from memprobe.record import ExitInfo, Limits, Process, RunRecord, Series
@@ -544,3 +545,39 @@ def test_a_steady_rise_alone_over_a_short_window_is_not_yet_a_leak() -> None:
     # THEN it is a leak
     assert backed.verdicts[(42, "rss_bytes")].verdict == "leak"
     assert longer.verdicts[(42, "rss_bytes")].verdict == "leak"
+
+
+def test_heap_blocks_that_rose_while_a_cache_filled_do_not_back_a_steady_rise() -> None:
+    # GIVEN 400 steps of RSS rising as an allocator staircase, and Python heap blocks that
+    # drift up within their noise (+6 a step against a wobble of ±1,500: a bounded cache
+    # filling, then churning)
+    rss = _allocator_staircase(400, 3)
+    rng = np.random.default_rng(8)
+    blocks = 600_000 + 6.0 * np.arange(400.0) + rng.normal(0.0, 1500.0, 400)
+    a = analyze(_record({"rss_bytes": rss, "py_alloc_blocks": blocks}))
+    b = a.verdicts[(42, "py_alloc_blocks")]
+    assert b.verdict != "leak" and b.growing, b.reason
+    # THEN the blocks back nothing: not a leak yet
+    v = a.verdicts[(42, "rss_bytes")]
+    assert v.verdict == "inconclusive" and "nothing else grows" in v.reason, v.reason
+    assert a.verdict == "inconclusive"
+
+
+def test_items_bytes_on_the_clock_leave_out_lists_of_numbers() -> None:
+    # GIVEN censuses of 1 ms steps: a bar's history of metric dicts holding tensors gains
+    # one 1.5 KiB item every 10 steps; a loss history of floats gains one every step
+    def census(step: int) -> Dict[str, Any]:
+        hist = {"holder": "main:pbar.history", "len": step // 10, "bytes": step // 10 * 1536}
+        floats = {"holder": "main:losses", "len": step, "bytes": step * 32, "scalar": True}
+        return {"step": step, "t": step / 1000.0, "containers": [hist, floats]}
+
+    entries = [census(s) for s in (100, 400, 4_000, 12_000)]
+    # WHEN their items' growth is read per step and per second
+    per_step, _ = items_bytes_rate(entries, "step")
+    per_s, grown = items_bytes_rate(entries, "time", objects_only=True)
+    # THEN per step it is below the 1 KiB that counts, per second far above it
+    assert per_step < 1024
+    assert abs(per_s - 153_600) < 1 and abs(grown - 1190 * 1536) < 1
+    # AND the floats alone count for nothing on the clock
+    floats_only = [dict(e, containers=e["containers"][1:]) for e in entries]
+    assert items_bytes_rate(floats_only, "time", objects_only=True) == (0.0, 0.0)
