@@ -160,6 +160,22 @@ def test_carried_names_the_state_not_what_hangs_below_it() -> None:
     ]
     c = culprit_for("rss_bytes", build_profile(acc))
     assert c is not None and c.holder == "t.py:main:total_loss" and c.fix_hint == HINT_CARRIED
+    # AND a running sum in a state dict keeps every step's graph, so the step's encoder
+    # outputs and hidden state look carried as long: the sum is named
+    s2s = [
+        census(5, []),
+        census(
+            25,
+            [
+                {"holder": "t.py:main:state.running_loss", "kept": 3, "node": "AddBackward0"},
+                {"holder": "t.py:train_epoch:enc_out", "kept": 3, "node": "TransposeBackward1"},
+                {"holder": "t.py:train_epoch:h", "kept": 3, "node": "StackBackward0"},
+            ],
+        ),
+    ]
+    c = culprit_for("rss_bytes", build_profile(s2s))
+    assert c is not None and c.holder == "t.py:main:state.running_loss"
+    assert c.fix_hint == HINT_CARRIED
 
 
 def test_rates_without_steps_are_per_second() -> None:

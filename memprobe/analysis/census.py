@@ -135,7 +135,9 @@ class Profile:
     def carried(self) -> List[Dict[str, Any]]:
         """Named tensors whose graph from an earlier census was still alive at a later one
         (the agent's ``graphs.carried``), best first: the ones no other carried holder
-        keeps (``below``), kept longest, accumulators before a step's own values."""
+        keeps (``below``), kept longest, a running sum (``state["running_loss"] += loss``
+        keeps every step's graph, so each step's own tensors look carried too) before
+        other state, and a step's own values last."""
         best: Dict[str, Dict[str, Any]] = {}
         below = set()
         for entry in self.entries:
@@ -154,6 +156,7 @@ class Profile:
             out,
             key=lambda b: (
                 -b["kept"],
+                b["node"] not in _SUM_NODES,
                 _step_value(b["node"]) or _step_name(b["holder"]),
                 len(b["holder"]),
             ),
@@ -296,6 +299,9 @@ class Profile:
 # root nodes of a step's own values (its loss, a mean of it, a layer's output): what an
 # accumulator or a recurrent state carries along, rarely the state itself
 _STEP_VALUE_NODES = ("Loss", "Mean", "Sum", "Squeeze", "Addmm", "Mm", "View", "Softmax")
+
+
+_SUM_NODES = frozenset(["AddBackward0", "SumBackward0"])
 
 
 def _step_value(node: Optional[str]) -> bool:
