@@ -152,3 +152,17 @@ def test_python_m_memprobe_and_console_script_agree(tmp_path: Path) -> None:
     assert a.returncode == b.returncode == 0
     assert "run" in a.stdout and a.stdout == b.stdout
     assert SCRIPTS.exists()
+
+
+@pytest.mark.slow
+def test_a_program_that_ends_at_once_still_has_a_memory_point(tmp_path: Path) -> None:
+    # GIVEN a script that is done within milliseconds, before any sample is due
+    script = tmp_path / "quick.py"
+    script.write_text("print(sum(range(10)))\n")
+    out = tmp_path / "run.json"
+    # WHEN it runs under memprobe
+    proc = run_cli(["run", "-o", str(out), str(script)], cwd=tmp_path)
+    # THEN it ran as in a plain run, and its record holds its memory at the end
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "45\n"
+    assert main_process(load(out))["series"]["rss_bytes"]["value"]

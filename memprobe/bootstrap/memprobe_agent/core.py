@@ -53,6 +53,7 @@ class Agent:
     def _open(self, forked_from: Optional[int]) -> None:
         self.pid = os.getpid()
         self.t0 = time.monotonic()
+        self.sampled = False  # a sample was written (a program may end before the first)
         self.steps = 0
         self.last_step_sample = float("-inf")
         self.last_step_t = float("-inf")
@@ -109,6 +110,10 @@ class Agent:
         # no sample and no census here: the program's own code has finished (its main()
         # returned, its locals are gone), and a point taken now would say its memory fell.
         # Only an open tracemalloc window is closed, for where the leak was allocated.
+        # A program that ended before the first sample gets one point, its only one (there
+        # is no series for it to poison).
+        if not self.sampled:
+            self.collect("exit_sample", self.sample, None, time.monotonic())
         self.collect("expensive", self.expensive.on_exit, self.steps, time.monotonic())
         if self.step_on is not None:
             unmatched = self.step_on.unmatched()
@@ -179,6 +184,7 @@ class Agent:
         self.collect("cuda", cheap.cuda_signals, values)
         self.collect("watch", self.watches.sample, values, now)
         self.emit({"k": wire.K_SAMPLE, "t": now - self.t0, "step": step, "v": values})
+        self.sampled = True
 
     def on_step(self) -> None:
         self.steps += 1
