@@ -545,6 +545,13 @@ def test_a_steady_rise_alone_over_a_short_window_is_not_yet_a_leak() -> None:
     # THEN it is a leak
     assert backed.verdicts[(42, "rss_bytes")].verdict == "leak"
     assert longer.verdicts[(42, "rss_bytes")].verdict == "leak"
+    # BUT 1,100 steps of a rise only the steady test sees stand alone over 55 s, not 5.5 s
+    # (an allocator grows its arenas for seconds after a replay deque of fast steps fills)
+    stairs = _allocator_staircase(1100, 4)
+    slow = analyze(_record({"rss_bytes": stairs}, dt=0.05)).verdicts[(42, "rss_bytes")]
+    fast = analyze(_record({"rss_bytes": stairs}, dt=0.005)).verdicts[(42, "rss_bytes")]
+    assert slow.steady and slow.verdict == "leak"
+    assert fast.steady and fast.verdict == "inconclusive"
 
 
 def test_heap_blocks_that_rose_while_a_cache_filled_do_not_back_a_steady_rise() -> None:

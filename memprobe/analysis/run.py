@@ -174,7 +174,8 @@ STEADY_ALONE_S = 30.0
 
 
 def steady_needs_backing(verdicts: Dict[str, SignalVerdict]) -> Dict[str, SignalVerdict]:
-    """Memory called a leak only because it rises steadily, over a short window, with no
+    """Memory called a leak only because it rises steadily, over a short window (under
+    30 s, or under 1,000 steps), with no
     other signal of the process leaking by the regular test or any count of heavy objects
     growing with it: not a leak yet (the growth still keeps the run from "no leak"). A
     Python-heap count backs it only when it leaks itself: heap blocks that rose while a
@@ -192,7 +193,10 @@ def steady_needs_backing(verdicts: Dict[str, SignalVerdict]) -> Dict[str, Signal
         if not (v.verdict == LEAK and v.steady and v.family == "memory"):
             continue
         span = (v.x_end or 0.0) - (v.x0 or 0.0)
-        if span >= (STEADY_ALONE_STEPS if v.axis == "step" else STEADY_ALONE_S):
+        # long enough to stand alone: 30 s, and on the step axis 1,000 steps too (an
+        # allocator grows its arenas for seconds after a replay deque of fast steps is full)
+        seconds = span / v.steps_per_s if v.axis == "step" and v.steps_per_s else span
+        if seconds >= STEADY_ALONE_S and (v.axis != "step" or span >= STEADY_ALONE_STEPS):
             continue
         out[name] = replace(
             v,
