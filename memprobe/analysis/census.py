@@ -156,7 +156,7 @@ class Profile:
             out,
             key=lambda b: (
                 -b["kept"],
-                b["node"] not in _SUM_NODES,
+                b["node"] not in SUM_NODES,
                 _step_value(b["node"]) or _step_name(b["holder"]),
                 len(b["holder"]),
             ),
@@ -301,7 +301,8 @@ class Profile:
 _STEP_VALUE_NODES = ("Loss", "Mean", "Sum", "Squeeze", "Addmm", "Mm", "View", "Softmax")
 
 
-_SUM_NODES = frozenset(["AddBackward0", "SumBackward0"])
+# the root of a running sum (`total += loss`, `running = running + x`)
+SUM_NODES = frozenset(["AddBackward0", "SumBackward0"])
 
 
 def _step_value(node: Optional[str]) -> bool:

@@ -16,7 +16,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple, cast
 
-from memprobe.analysis.census import Container, Profile, build_profile, series_lengths
+from memprobe.analysis.census import (
+    SUM_NODES,
+    Container,
+    Profile,
+    build_profile,
+    series_lengths,
+)
 from memprobe.analysis.hints import (
     HINT_CARRIED,
     HINT_CONTAINER,
@@ -339,7 +345,7 @@ def _graphs(prof: Profile) -> Optional[Culprit]:
     holder = prof.last("graphs", "largest_holder")  # set by the agent when largest grew
     if largest > 0.5 and largest >= roots and (holder or prof.sustained("graph:largest")):
         node = prof.last("graphs", "largest_holder_node" if holder else "largest_root_type")
-        accumulating = node in ("AddBackward0", "SumBackward0")
+        accumulating = node in SUM_NODES
         box = prof.container_of(TENSOR)
         ev = _ev(
             per_step=largest,
@@ -379,9 +385,8 @@ def _graphs(prof: Profile) -> Optional[Culprit]:
         # still says what its roots are, and the largest root of a whole walk may come from
         # another phase: a training step's loss before an eval loop's kept outputs)
         kinds = prof.at_peak("tensors:grad_fn_count", "graphs", "root_types")
-        root_type: Any = None
         if isinstance(kinds, dict) and kinds:
-            root_type = str(max(kinds, key=lambda k: kinds[k]))
+            root_type: Any = str(max(kinds, key=lambda k: kinds[k]))
         else:
             root_type = prof.at_peak("graph:roots", "graphs", "largest_root_type")
         nodes = (
@@ -446,7 +451,7 @@ def _carried(prof: Profile, top: Dict[str, Any], others: List[Dict[str, Any]]) -
     holder: str = top["holder"]
     node = top.get("node")
     name = holder.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
-    accumulating = node in ("AddBackward0", "SumBackward0") and bool(_ACCUMULATOR_NAME.search(name))
+    accumulating = node in SUM_NODES and bool(_ACCUMULATOR_NAME.search(name))
     nodes = prof.rate("graph:largest")
     size = f": it gains {nodes:.3g} graph nodes per {prof.per}" if nodes > 0.5 else ""
     also = f" (so does `{others[0]['holder']}`)" if others else ""
