@@ -5,9 +5,10 @@ and of its fixed twin in every round, the holder named, and the wall-time ratio.
     OMP_NUM_THREADS=1 /path/to/venv-with-frameworks/bin/python benchmarks/bench_frameworks.py \\
         --rounds 3 --markdown
     ... --fixed-only --scale 4 --rounds 2     # ~60 s runs of the fixed twins: the overhead
+    ... --fixed-only --side-by-side ...        # plain and memprobe at once, one core each
 
 Besides wall time it reports CPU time (user + system of memprobe, the target and their
-children, from ``getrusage(RUSAGE_CHILDREN)``): on a machine others share, wall time moves
+children, from ``wait4``): on a machine others share, wall time moves
 with their load, CPU time far less.
 
 The frameworks are not memprobe's dependencies: run it with an interpreter that has them
@@ -23,7 +24,6 @@ import importlib.util
 import json
 import os
 import re
-import resource
 import statistics
 import subprocess
 import sys
@@ -65,11 +65,6 @@ class Row:
     fixed_plain_cpu: List[float] = field(default_factory=list)
 
 
-def _children_cpu() -> float:
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
-
-
 def _env() -> Dict[str, str]:
     return {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
 
@@ -79,25 +74,53 @@ def _counted(stdout: str) -> Optional[int]:
     return int(found[-1]) if found else None
 
 
-def run_plain(script: str, steps: int, fixed: bool) -> Tuple[float, float]:
-    """(wall seconds, CPU seconds) of a plain run."""
+class Timed:
+    """A child process timed on its own: wall from its start, CPU from ``wait4``'s rusage
+    (it and the descendants it waited for), so two children can run side by side."""
+
+    def __init__(self, cmd: List[str]) -> None:
+        self.out = tempfile.TemporaryFile(mode="w+")
+        self.t0 = time.monotonic()
+        self.proc = subprocess.Popen(
+            cmd, stdout=self.out, stderr=subprocess.STDOUT, text=True, env=_env()
+        )
+
+    def wait(self) -> Tuple[int, float, float, str]:
+        """(exit status, wall seconds, CPU seconds, output)."""
+        _, status, ru = os.wait4(self.proc.pid, 0)
+        wall = time.monotonic() - self.t0
+        self.proc.returncode = os.waitstatus_to_exitcode(status)
+        self.out.seek(0)
+        text = self.out.read()
+        self.out.close()
+        return self.proc.returncode, wall, ru.ru_utime + ru.ru_stime, text
+
+
+def plain_cmd(script: str, steps: int, fixed: bool) -> List[str]:
     cmd = [sys.executable, str(FRAMEWORKS / script), "--steps", str(steps)]
-    t0, c0 = time.monotonic(), _children_cpu()
-    subprocess.run(
-        cmd + (["--fixed"] if fixed else []), capture_output=True, env=_env(), check=True
-    )
-    return time.monotonic() - t0, _children_cpu() - c0
+    return cmd + (["--fixed"] if fixed else [])
 
 
-def run_memprobe(script: str, steps: int, fixed: bool, out_dir: Path) -> Outcome:
-    out = out_dir / f"{script}-{'fixed' if fixed else 'leak'}-{time.monotonic_ns()}.json"
+def memprobe_cmd(script: str, steps: int, fixed: bool, out: Path) -> List[str]:
     cmd = [sys.executable, "-m", "memprobe", "run", "-o", str(out), str(FRAMEWORKS / script)]
-    cmd += ["--steps", str(steps)] + (["--fixed"] if fixed else [])
-    t0, c0 = time.monotonic(), _children_cpu()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=_env())
-    wall, cpu = time.monotonic() - t0, _children_cpu() - c0
-    if proc.returncode != 0 or not out.exists():
-        return Outcome(verdict=f"rc {proc.returncode}", wall_s=wall, cpu_s=cpu)
+    return cmd + ["--steps", str(steps)] + (["--fixed"] if fixed else [])
+
+
+def record_name(out_dir: Path, script: str, fixed: bool) -> Path:
+    return out_dir / f"{script}-{'fixed' if fixed else 'leak'}-{time.monotonic_ns()}.json"
+
+
+def plain_done(child: Timed) -> Tuple[float, float]:
+    rc, wall, cpu, text = child.wait()
+    if rc != 0:
+        raise RuntimeError(f"plain run failed ({rc}): {text[-500:]}")
+    return wall, cpu
+
+
+def memprobe_done(child: Timed, out: Path) -> Outcome:
+    rc, wall, cpu, text = child.wait()
+    if rc != 0 or not out.exists():
+        return Outcome(verdict=f"rc {rc}", wall_s=wall, cpu_s=cpu)
     rec = json.loads(out.read_text())
     main = next((p for p in rec["processes"] if p.get("role") == "main"), rec["processes"][0])
     leaks = [f for f in rec["findings"] if f.get("verdict") == "leak"]
@@ -105,7 +128,7 @@ def run_memprobe(script: str, steps: int, fixed: bool, out_dir: Path) -> Outcome
     return Outcome(
         verdict=rec["verdict"],
         steps=main.get("steps"),
-        counted=_counted(proc.stdout),
+        counted=_counted(text),
         holder=str(culprit.get("holder") or ""),
         line=str(culprit.get("location") or ""),
         wall_s=wall,
@@ -113,8 +136,32 @@ def run_memprobe(script: str, steps: int, fixed: bool, out_dir: Path) -> Outcome
     )
 
 
+def run_pair(
+    script: str, steps: int, fixed: bool, out_dir: Path, side_by_side: bool, memprobe_first: bool
+) -> Tuple[Tuple[float, float], Outcome]:
+    """A plain run and a memprobe run of one script: one after the other, or side by side
+    (each on its own core, both under whatever load the machine has at that moment)."""
+    out = record_name(out_dir, script, fixed)
+    if side_by_side:
+        # the later one starts a moment after the first: alternate which is first
+        if memprobe_first:
+            mp = Timed(memprobe_cmd(script, steps, fixed, out))
+            plain = Timed(plain_cmd(script, steps, fixed))
+        else:
+            plain = Timed(plain_cmd(script, steps, fixed))
+            mp = Timed(memprobe_cmd(script, steps, fixed, out))
+        return plain_done(plain), memprobe_done(mp, out)
+    first = plain_done(Timed(plain_cmd(script, steps, fixed)))
+    return first, memprobe_done(Timed(memprobe_cmd(script, steps, fixed, out)), out)
+
+
 def bench(
-    rounds: int, out_dir: Path, only: Optional[str], scale: float = 1.0, fixed_only: bool = False
+    rounds: int,
+    out_dir: Path,
+    only: Optional[str],
+    scale: float = 1.0,
+    fixed_only: bool = False,
+    side: bool = False,
 ) -> Tuple[List[Row], List[str]]:
     rows: List[Row] = []
     missing: List[str] = []
@@ -126,16 +173,17 @@ def bench(
             continue
         row = Row(script)
         steps = int(steps * scale)
-        for r in range(rounds):  # interleaved: plain and memprobe back to back each round
+        # interleaved: plain and memprobe back to back (or side by side) each round
+        for r in range(rounds):
             if not fixed_only:
-                wall, cpu = run_plain(script, steps, fixed=False)
+                (wall, cpu), outcome = run_pair(script, steps, False, out_dir, side, r % 2 == 1)
                 row.plain_s.append(wall)
                 row.plain_cpu.append(cpu)
-                row.leak.append(run_memprobe(script, steps, False, out_dir))
-            wall, cpu = run_plain(script, steps, fixed=True)
+                row.leak.append(outcome)
+            (wall, cpu), outcome = run_pair(script, steps, True, out_dir, side, r % 2 == 1)
             row.fixed_plain_s.append(wall)
             row.fixed_plain_cpu.append(cpu)
-            row.fixed.append(run_memprobe(script, steps, True, out_dir))
+            row.fixed.append(outcome)
             print(
                 f"[{script} round {r + 1}] leak: {row.leak[-1].verdict if row.leak else '-'} "
                 f"fixed: {row.fixed[-1].verdict} (plain {wall:.1f} s, "
@@ -203,10 +251,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--records-dir", help="keep the run records here")
     ap.add_argument("--scale", type=float, default=1.0, help="multiply every script's steps")
     ap.add_argument("--fixed-only", action="store_true", help="only the fixed twins")
+    ap.add_argument(
+        "--side-by-side",
+        action="store_true",
+        help="run each plain run and its memprobe run at the same time, one core each, "
+        "so both see the same load (needs 2 free cores; memprobe's own parent shares them)",
+    )
     args = ap.parse_args(argv)
     out_dir = Path(args.records_dir or tempfile.mkdtemp(prefix="bench-frameworks-"))
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows, missing = bench(args.rounds, out_dir, args.only, args.scale, args.fixed_only)
+    rows, missing = bench(
+        args.rounds, out_dir, args.only, args.scale, args.fixed_only, args.side_by_side
+    )
     print(render(rows, args.markdown))
     if missing:
         print(f"not installed, skipped: {', '.join(missing)}")
