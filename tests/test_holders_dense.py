@@ -33,7 +33,9 @@ SHAPES = {
 }
 
 
-def _agent_run(tmp_path: Path, *args: str) -> Tuple[subprocess.CompletedProcess[str], Path]:
+def _agent_run(
+    tmp_path: Path, *args: str, script: str = "holder_shapes.py"
+) -> Tuple[subprocess.CompletedProcess[str], Path]:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     env = dict(os.environ)
@@ -41,7 +43,7 @@ def _agent_run(tmp_path: Path, *args: str) -> Tuple[subprocess.CompletedProcess[
     env["MEMPROBE_CONFIG"] = json.dumps({"run_dir": str(run_dir)})
     env["OMP_NUM_THREADS"] = "1"
     proc = subprocess.run(
-        [sys.executable, str(SCRIPTS / "holder_shapes.py"), *args],
+        [sys.executable, str(SCRIPTS / script), *args],
         env=env,
         capture_output=True,
         text=True,
@@ -85,3 +87,16 @@ def test_a_list_the_program_drops_is_freed(tmp_path: Path) -> None:
     seconds = float(proc.stdout.split("freed ")[1].split(" s")[0])
     assert seconds < 0.1
     assert any(k.endswith("main:losses:len") for k in _series(run_dir))
+
+
+def test_dicts_the_gc_does_not_track_are_found_from_the_roots(tmp_path: Path) -> None:
+    # GIVEN a memo of numpy arrays keyed by a hash on an object in main(), and a module-global
+    # dict of small arrays keyed by step: dicts of atomic values, which gc.get_objects never lists
+    proc, run_dir = _agent_run(tmp_path, "600", script="untracked_memo.py")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "untracked: True True" in proc.stdout
+    series = _series(run_dir)
+    # THEN both are followed under the names a person knows them by, and seen growing
+    for name in ("container:untracked_memo.py:main:pipe._cache:len", "container:__main__.SEEN:len"):
+        assert name in series, sorted(k for k in series if k.startswith("container:"))
+        assert series[name][-1] > series[name][0]

@@ -27,6 +27,8 @@ from .tmwindow import TraceWindow
 MAX_WATCHED_TYPES = 12
 FORCED = 4  # censuses at fixed steps (5, 25, 100, 400) whatever the budget
 SUSPICIOUS_DELTA = 4  # items gained between two censuses that start a tracemalloc window
+# a container the gc does not track is looked for from the roots once it has this many items
+UNTRACKED_MIN_LEN = 16
 TM_MIN_GAP_S = 30.0
 # A program without steps (an evaluation loop, a generation of an evolutionary search, a
 # script that only runs forward) gets censuses from the background thread: the first
@@ -369,6 +371,12 @@ class Expensive:
         holder_deadline = time.perf_counter() + self.deadline_s / 4
         t_hold = time.perf_counter()
         self._graph_holder(res, v, payload, holder_deadline)
+        for obj in roots.untracked_containers(
+            max(self.min_len, UNTRACKED_MIN_LEN), holder_deadline
+        ):
+            res["containers"][id(obj)] = obj
+            res["lengths"][id(obj)] = len(obj)
+        obj = None
         cv, entries = self.tracker.update(
             res["containers"],
             res["lengths"],

@@ -19,6 +19,7 @@ generators: no ``getattr``, no property, no target code.
 from __future__ import annotations
 
 import collections
+import gc
 import os
 import sys
 import time
@@ -27,7 +28,7 @@ import weakref
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from . import frames
-from .census import mro, type_dict
+from .census import CONTAINER_TYPES, mro, type_dict
 from .holders import (
     FOLLOWABLE,
     LRU_WRAPPER,
@@ -195,6 +196,22 @@ def find_matching(
                 return out
             level = nxt
     return out
+
+
+def untracked_containers(min_len: int, deadline: float, limit: int = 20) -> List[Any]:
+    """Containers of ``min_len`` items or more that the gc does not track, among the user's
+    roots and three levels below them (``main:pipe._transform_cache``).
+
+    A dict whose keys and values are all atomic (strings, numbers, numpy arrays) is
+    untracked, so ``gc.get_objects`` never lists it: a memo of arrays keyed by a hash is
+    such a dict. Only ``type()``, ``gc.is_tracked`` and ``len`` of exact container types
+    are asked of what the walk reaches.
+    """
+
+    def untracked(value: Any) -> bool:
+        return type(value) in CONTAINER_TYPES and not gc.is_tracked(value) and len(value) >= min_len
+
+    return [obj for _, obj in find_matching(untracked, deadline, limit=limit, depth=3)]
 
 
 SMALL_DICT = 16
