@@ -18,7 +18,7 @@ from memprobe.analysis import (
     project_oom,
     unit_of,
 )
-from memprobe.analysis.run import items_bytes_rate
+from memprobe.analysis.census_growth import items_bytes_rate
 from memprobe.analysis.trend import sawtooth_floor
 from memprobe.analysis.warmup import detect_warmup
 from memprobe.record import ExitInfo, Limits, Process, RunRecord, Series
@@ -376,7 +376,7 @@ def test_heap_count_growing_too_little_so_far_is_inconclusive() -> None:
 def test_a_bounded_deque_filling_is_not_a_leak_of_its_items() -> None:
     # GIVEN a live count of transitions rising +1/step while a deque(maxlen=3000) fills,
     # the tensors they bring along, and a census that saw the deque 1,500 long
-    from memprobe.analysis.run import bounded_fill, deque_bounds
+    from memprobe.analysis.census_growth import bounded_fill, deque_bounds
 
     census = [
         {
@@ -460,7 +460,7 @@ def _census_bytes(points: List[tuple]) -> List[Dict[str, Any]]:
 
 
 def test_tensor_bytes_that_keep_their_pace_back_ragged_memory() -> None:
-    from memprobe.analysis.run import _backed_by_tensor_bytes, tensor_bytes_rate
+    from memprobe.analysis.census_growth import backed_by_tensor_bytes, tensor_bytes_rate
     from memprobe.analysis.verdict import SignalVerdict
 
     MiB = 2**20
@@ -486,12 +486,12 @@ def test_tensor_bytes_that_keep_their_pace_back_ragged_memory() -> None:
         ci_high=110_000.0,
     )
     flat = replace(ragged, ci_low=-1_000.0)
-    out = _backed_by_tensor_bytes({"rss_bytes": ragged, "uss_bytes": flat}, rate, DetectOptions())
+    out = backed_by_tensor_bytes({"rss_bytes": ragged, "uss_bytes": flat}, rate, DetectOptions())
     assert out["rss_bytes"].verdict == "leak" and out["uss_bytes"].verdict == "inconclusive"
 
 
 def test_tensor_bytes_climbing_evenly_over_spaced_censuses_are_a_leak() -> None:
-    from memprobe.analysis.run import _even_tensor_climb
+    from memprobe.analysis.census_growth import even_tensor_climb
     from memprobe.analysis.verdict import SignalVerdict
 
     MiB = 2**20
@@ -504,8 +504,8 @@ def test_tensor_bytes_climbing_evenly_over_spaced_censuses_are_a_leak() -> None:
         [(5, 1 * MiB), (25, 8 * MiB), (100, 20 * MiB), (400, 30 * MiB), (734, 34 * MiB)]
     )
     # WHEN judged from these few censuses alone
-    leak = _even_tensor_climb({"tensors:cpu_bytes": few}, even, "step", MiB)
-    cache = _even_tensor_climb({"tensors:cpu_bytes": few}, slowing, "step", MiB)
+    leak = even_tensor_climb({"tensors:cpu_bytes": few}, even, "step", MiB)
+    cache = even_tensor_climb({"tensors:cpu_bytes": few}, slowing, "step", MiB)
     # THEN the even climb is a leak at its rate, the slowing one stays inconclusive
     assert leak["tensors:cpu_bytes"].verdict == "leak"
     assert abs((leak["tensors:cpu_bytes"].slope_per_step or 0) - 48 * 1024) < 1

@@ -8,8 +8,8 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from memprobe.analysis import analyze
+from memprobe.analysis.census_growth import items_bytes_rate
 from memprobe.analysis.phases import census_after_steps, stepless_tail
-from memprobe.analysis.run import items_bytes_rate
 from memprobe.analysis.series import Prepared
 from memprobe.record import CensusEntry, ExitInfo, Limits, Process, RunRecord, Series
 

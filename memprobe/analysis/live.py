@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Tuple
 
+from memprobe.analysis.evidence import COUNTED, corroborate
 from memprobe.analysis.options import DEFAULT_OPTIONS, DetectOptions
-from memprobe.analysis.run import COUNTED, corroborate, run_verdict
+from memprobe.analysis.run import run_verdict
 from memprobe.analysis.series import prepare, unit_of
 from memprobe.analysis.verdict import LEAK, SignalVerdict, judge_series
 from memprobe.record import Series

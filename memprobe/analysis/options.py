@@ -69,7 +69,7 @@ class DetectOptions:
     # wobble with cyclic garbage and interpreter caches: they need a larger
     # growth to count (64 items, ~16 times the synthetic suite's per-type
     # wobble), and their leak counts for the run only with another signal's
-    # backing (see run.corroborate).
+    # backing (see evidence.corroborate).
     min_heap_count_per_step: float = 0.5
     min_heap_growth_count: float = 64.0
 

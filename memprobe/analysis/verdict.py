@@ -75,13 +75,13 @@ class SignalVerdict:
     plateau: bool = False
     inflation: float = 1.0
     # grows significantly at or above the rate that counts, clear of noise or not:
-    # enough to back up another signal's leak (see run.corroborate)
+    # enough to back up another signal's leak (see evidence.corroborate)
     growing: bool = False
     # ... and by at least what counts in all over the window: enough to keep a run from
     # being called "no leak" (see run.run_verdict)
     substantial: bool = False
     # a leak by the steady-rise test only (no clearance over the noise band): see
-    # run.steady_needs_backing
+    # evidence.steady_needs_backing
     steady: bool = False
 
     def summary(self) -> SignalSummary:

@@ -1,0 +1,156 @@
+"""What backs what: a signal that leaks on its own, and one that needs another beside it.
+
+A Python-heap count (``objects:*``, ``container:*:len``, ``py_alloc_blocks``) leaks only
+with process memory, a heavy-object count or the heap blocks growing with it; a tensor
+count only when the tensors are heavy; memory called a leak by the steady-rise test alone
+only over a long enough window. Each rule turns a leak it cannot back into inconclusive.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Dict
+
+from memprobe.analysis.series import BLOCKS, family_of
+from memprobe.analysis.verdict import INCONCLUSIVE, LEAK, SignalVerdict
+
+# families whose leak verdict can make the run's verdict "leak"
+COUNTED = ("memory", "object", "heap")
+
+
+# a memory leak by the steady-rise test alone (see verdict.SignalVerdict.steady) stands on its
+# own over at least this long a window: shorter, a buffer being filled (a preallocated ring
+# buffer touched page by page, a teacher's outputs computed once) rises just as steadily
+STEADY_ALONE_STEPS = 1000.0
+STEADY_ALONE_S = 30.0
+
+
+def steady_needs_backing(verdicts: Dict[str, SignalVerdict]) -> Dict[str, SignalVerdict]:
+    """Memory called a leak only because it rises steadily, over a short window (under
+    30 s, or under 1,000 steps), with no other signal of the process leaking by the regular
+    test or any count of heavy objects growing with it: not a leak yet (the growth still
+    keeps the run from "no leak"). A Python-heap count backs it only when it leaks itself:
+    heap blocks that rose while a bounded cache filled, then wobbled flat, rise "within
+    their noise" over the window."""
+    backed = any(
+        (v.verdict == LEAK and not v.steady)
+        or (v.family == "object" and v.growing)
+        or (v.family == "heap" and v.verdict == LEAK)
+        for v in verdicts.values()
+    )
+    if backed:
+        return verdicts
+    out = dict(verdicts)
+    for name, v in verdicts.items():
+        if not (v.verdict == LEAK and v.steady and v.family == "memory"):
+            continue
+        span = (v.x_end or 0.0) - (v.x0 or 0.0)
+        # long enough to stand alone: 30 s, and on the step axis 1,000 steps too (an
+        # allocator grows its arenas for seconds after a replay deque of fast steps is full)
+        seconds = span / v.steps_per_s if v.axis == "step" and v.steps_per_s else span
+        if seconds >= STEADY_ALONE_S and (v.axis != "step" or span >= STEADY_ALONE_STEPS):
+            continue
+        out[name] = replace(
+            v,
+            verdict=INCONCLUSIVE,
+            substantial=True,
+            reason=f"{v.reason}, but nothing else grows with it yet",
+            needed="a longer rise, or another signal growing with it",
+        )
+    return out
+
+
+def counts_items(name: str) -> bool:
+    """Counts of things a program accumulates: heavy objects, watched containers and the
+    objects the program watches itself (``memprobe.watch``)."""
+    return family_of(name) == "object" or name.startswith(
+        ("container:", "graph:held_by:", "watch:")
+    )
+
+
+# object counts that say something accumulates (a tensor count alone does not: a program
+# builds its model's tensors at start-up, and a few small tensors a step weigh nothing)
+_NOT_ACCUMULATION = ("tensors:count", "tensors:cpu_bytes")
+
+
+def accumulates(verdicts: Dict[str, SignalVerdict], after_steps: bool = False) -> bool:
+    return any(
+        counts_items(name)
+        and (after_steps or name not in _NOT_ACCUMULATION)
+        and (v.verdict == LEAK or v.growing)
+        for name, v in verdicts.items()
+    )
+
+
+def corroborate(
+    verdicts: Dict[str, SignalVerdict], graphs_carried: bool = False, heavy_items: bool = False
+) -> Dict[str, SignalVerdict]:
+    """Heap-count leaks count only with backing from another signal.
+
+    Backing is a leak or a significant growth above its practical rate (see
+    ``SignalVerdict.growing``) of process memory, of heavy-object counts, or of
+    ``py_alloc_blocks`` (whose rate threshold is in bytes' worth of blocks).
+    A heap leak without it is reported as inconclusive.
+    """
+    out = dict(verdicts)
+    tensors = verdicts.get(TENSOR_COUNT)
+    if (
+        tensors is not None
+        and tensors.verdict == LEAK
+        and not graphs_carried  # the census saw them hold a graph carried across steps
+        and not heavy_items  # a watched container's items grow by bytes that count
+        and not _heavy_tensors(verdicts)
+    ):
+        out[TENSOR_COUNT] = tensors = replace(
+            tensors,
+            verdict=INCONCLUSIVE,
+            growing=False,  # backs nothing either
+            reason=tensors.reason + ", but they hold no graph and no memory grows with them",
+            needed="memory, an autograd graph or tensor bytes growing with it",
+        )
+    for name, v in verdicts.items():
+        if v.verdict != LEAK or v.family != "heap":
+            continue
+        v_out = out
+        if heavy_items and name.startswith("container:"):
+            continue  # its items grow by bytes that count
+        if any(_backs(name, other, ov) for other, ov in v_out.items() if other != name):
+            continue
+        out[name] = replace(
+            v,
+            verdict=INCONCLUSIVE,
+            reason=v.reason + ", but nothing else grows with it",
+            needed="another signal growing with it (RSS, Python heap blocks, a census series)",
+        )
+    return out
+
+
+TENSOR_COUNT = "tensors:count"
+
+
+def _heavy_tensors(verdicts: Dict[str, SignalVerdict]) -> bool:
+    """A growing tensor count counts on its own when the tensors are heavy: memory grows
+    with them, or what they hold (autograd graphs, tensor bytes) does."""
+    for name, v in verdicts.items():
+        if name == TENSOR_COUNT or not (v.verdict == LEAK or v.growing):
+            continue
+        if name.startswith(("graph:", "tensors:")):
+            return True
+        # process memory backs them when it leaks itself: memory merely rising within its
+        # noise (an allocator's wobble beside 256 B tensors kept per batch) does not
+        if v.family == "memory" and v.verdict == LEAK:
+            return True
+    return False
+
+
+def _backs(name: str, other: str, v: SignalVerdict) -> bool:
+    """Does ``other`` back a heap leak of ``name``? Memory, heavy objects or heap
+    blocks growing do; so does any leak when ``name`` is the heap-blocks counter
+    (the leak says what grows, the blocks say it is not nothing)."""
+    if name == BLOCKS and v.verdict == LEAK and v.family in COUNTED:
+        return True
+    if not (v.verdict == LEAK or v.growing):
+        return False
+    if v.family == "memory":
+        return v.verdict == LEAK  # memory within its own noise backs nothing
+    return v.family == "object" or other == BLOCKS
