@@ -554,6 +554,95 @@ def test_a_steady_rise_alone_over_a_short_window_is_not_yet_a_leak() -> None:
     assert fast.steady and fast.verdict == "inconclusive"
 
 
+def test_a_graph_carried_over_several_censuses_backs_a_steady_rise() -> None:
+    # GIVEN 400 steps of RSS rising as an allocator staircase, and censuses that saw the
+    # graph behind main:total_loss outlive them (total_loss += loss), at one, then at
+    # three censuses in a row
+    rss = _allocator_staircase(400, 3)
+
+    def with_census(kept: List[int]) -> RunRecord:
+        record = _record({"rss_bytes": rss})
+        census: List[Dict[str, Any]] = [{"step": 5, "t": 0.25, "graphs": {"nodes": 60}}]
+        for i, k in enumerate(kept):
+            carried = [{"holder": "main:total_loss", "kept": k, "node": "AddBackward0"}]
+            census.append({"step": 25 * 4**i, "t": 1.25 * 4**i, "graphs": {"carried": carried}})
+        proc = replace(record.processes[0], census=census)
+        return replace(record, processes=[proc])
+
+    once = analyze(with_census([1])).verdicts[(42, "rss_bytes")]
+    kept = analyze(with_census([1, 2, 3])).verdicts[(42, "rss_bytes")]
+    # THEN one look is not enough to back it; a graph kept across three is
+    assert once.verdict == "inconclusive" and "nothing else grows" in once.reason
+    assert kept.verdict == "leak" and kept.steady
+
+
+def test_memory_that_rose_mid_run_then_stayed_flat_is_no_leak() -> None:
+    # GIVEN RSS flat for 3,600 steps, rising 57 MiB over the next 2,900 (a replay memory
+    # filling up to its bound, a DQN's), then flat for 5,500 steps: an S the straight line
+    # through it is no fit for, so its rise is not clear of the band around that line
+    rng = np.random.default_rng(5)
+    x = np.arange(0.0, 12000.0, 30.0)
+    fill = np.clip((x - 3600.0) / 2900.0, 0.0, 1.0) * 57 * 2**20
+    rss = 340e6 + np.floor(fill / 2**18) * 2**18 + rng.normal(0.0, 30e3, len(x))
+    record = _record({"rss_bytes": rss}, stride=30, dt=0.09)
+    # WHEN judged
+    v = analyze(record).verdicts[(42, "rss_bytes")]
+    # THEN the rise has ended: no leak, and it holds nothing back
+    assert v.verdict == "no_leak" and "grew, then no growth" in v.reason, v.reason
+    assert analyze(record).verdict == "no_leak"
+
+
+def test_an_allocator_staircase_never_passes_for_a_rise_that_stopped() -> None:
+    # GIVEN leaks of 2-60 KiB/step drawn as an allocator does: arenas of 0.5-4 MiB with
+    # pauses of half to one and a half times their mean spacing, cut at every length
+    def stairs(n: int, seed: int, rate: float, arena: float) -> np.ndarray:
+        rng = np.random.default_rng(seed)
+        x = np.arange(float(n))
+        level = np.zeros(n)
+        at, size, per = 0.0, 0.0, 1.5 * arena / rate
+        while at < n:
+            size += rng.uniform(arena, 2 * arena)
+            nxt = at + rng.uniform(0.5 * per, 1.5 * per)
+            level[int(at) : int(min(n, nxt))] = size
+            at = nxt
+        pages = np.ceil(rate * x / 4096.0) * 4096.0
+        return 300e6 + np.maximum(level, pages) + rng.normal(0.0, 8e3, n)
+
+    stopped = []
+    for rate in (2e3, 5e3, 12e3, 24e3, 60e3):
+        for arena in (0.5 * 2**20, 2**20, 2 * 2**20):
+            for seed in range(3):
+                full = stairs(3000, seed, rate, arena)
+                for n in range(240, 3001, 240):
+                    v = analyze(_record({"rss_bytes": full[:n]})).verdicts[(42, "rss_bytes")]
+                    if "grew, then no growth" in v.reason:
+                        stopped.append((rate, arena, seed, n))
+    # THEN no cut is taken for growth that ended (a tread is no end of the rise)
+    assert not stopped, stopped
+
+
+def test_a_sawtooth_of_few_periods_that_stays_level_is_no_leak() -> None:
+    # GIVEN a start-up rise, then epochs whose lists are dropped and refilled: 30 MiB
+    # dips every 250 samples that fill again within 25, back to the same level (four
+    # periods: too few to judge the floor's slope),
+    rng = np.random.default_rng(2)
+    n = 1000
+    x = np.arange(float(n))
+    start = 300e6 + 80e6 * np.minimum(1.0, (x + 1) / 60.0)
+    phase = x % 250
+    dip = np.where((x >= 250) & (phase < 25), 30 * 2**20 * (1 - phase / 25), 0.0)
+    rss = 10e6 + start - dip + rng.normal(0.0, 100e3, n)
+    rss[600] += 20 * 2**20  # and one spike in an epoch (the peaks alone do not stay level)
+    # AND the same with each epoch coming back 8 MiB higher
+    rising = rss + 8 * 2**20 * (x // 250)
+    # WHEN judged
+    flat = analyze(_record({"rss_bytes": rss})).verdicts[(42, "rss_bytes")]
+    worse = analyze(_record({"rss_bytes": rising})).verdicts[(42, "rss_bytes")]
+    # THEN the level one is no leak, the rising one is not
+    assert flat.verdict == "no_leak", flat.reason
+    assert worse.verdict != "no_leak", worse.reason
+
+
 def test_heap_blocks_that_rose_while_a_cache_filled_do_not_back_a_steady_rise() -> None:
     # GIVEN 400 steps of RSS rising as an allocator staircase, and Python heap blocks that
     # drift up within their noise (+6 a step against a wobble of ±1,500: a bounded cache

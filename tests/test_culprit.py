@@ -413,3 +413,27 @@ def test_outputs_kept_in_an_eval_loop_get_the_no_grad_hint_whatever_walk_was_who
     # THEN the kept roots are the outputs (not the training loss of an earlier whole walk)
     assert out.culprit is not None and out.culprit["holder"] == "eval.py:main:val_outputs"
     assert out.fix_hint is not None and "no_grad" in out.fix_hint, (out.evidence, out.explanation)
+
+
+def test_the_first_forward_graph_is_no_graph_carried_across_steps() -> None:
+    # GIVEN an evaluation loop keeping every batch's outputs: the census of its first batch
+    # saw a graph appear (0 -> 56 nodes, its holder named as the largest one's), later
+    # ones the same size, then a walk cut short, while the outputs list kept growing
+    def entry(t: float, largest: int, n: int, holder: Optional[str] = None) -> Dict[str, Any]:
+        e = census(0, roots=n + 1, nodes=largest, largest=largest, grad_fn=n + 1)
+        e.update(step=None, t=t)
+        e["graphs"]["largest_root_type"] = "AddmmBackward0"
+        if holder is not None:
+            e["graphs"].update(largest_holder=holder, largest_holder_node="MeanBackward1")
+        if n:
+            e["containers"] = [box("eval.py:evaluate:outputs", n, 1, "torch.Tensor")]
+        return e
+
+    entries = [entry(2.7, 0, 0), entry(2.9, 0, 0), entry(3.9, 56, 1, "eval.py:evaluate:feats")]
+    entries += [entry(14.2, 56, 25), entry(20.4, 0, 38)]
+    rec = record(entries, [leak("rss_bytes")])
+    # WHEN the culprit is attributed
+    (out,) = attribute(rec, rec.findings)
+    # THEN the list keeping the outputs is blamed, not the loop variable named at the start
+    assert out.culprit is not None and out.culprit["holder"] == "eval.py:evaluate:outputs"
+    assert out.evidence.get("pattern") != "graph carried across steps", out.evidence

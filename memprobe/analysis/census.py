@@ -114,10 +114,12 @@ class Profile:
     def growth(self, name: str) -> float:
         return self._peak(name)[0]
 
-    def sustained(self, name: str) -> bool:
+    def sustained(self, name: str, rises: int = 1) -> bool:
         """Grew census after census (at least three of them), not one jump that may be a
         wobble; a last census that fell below half of the one before is taken as the target
-        tearing down at exit and left out."""
+        tearing down at exit and left out. ``rises``: how many of the steps between
+        censuses must go up (a graph that appears with the first forward pass and stays
+        the same size rises once)."""
         values = [v for v in (self.value(name, i) for i in range(self.n)) if v is not None]
         if len(values) >= 3 and values[-1] < 0.5 * values[-2]:
             values = values[:-1]
@@ -125,6 +127,7 @@ class Profile:
             len(values) >= 3
             and all(b >= a for a, b in zip(values, values[1:]))
             and values[-1] > values[0]
+            and sum(b > a for a, b in zip(values, values[1:])) >= rises
         )
 
     def rate(self, name: str) -> float:
@@ -161,6 +164,22 @@ class Profile:
                 len(b["holder"]),
             ),
         )
+
+    def grown_graph_holder(self) -> Tuple[Optional[str], Optional[str]]:
+        """(holder, root node type) of the latest census where the agent named the tensor
+        whose graph grew, counted only when an earlier census had seen a graph already: a
+        graph that got bigger, not the first forward pass' graph appearing (an evaluation
+        loop's first batch, before its kept outputs pile up)."""
+        seen_graph = False
+        found: Tuple[Optional[str], Optional[str]] = (None, None)
+        for entry in self.entries:
+            holder = _get(entry, "graphs", "largest_holder")
+            if isinstance(holder, str) and seen_graph:
+                node = _get(entry, "graphs", "largest_holder_node")
+                found = (holder, node if isinstance(node, str) else None)
+            if (_num(_get(entry, "graphs", "largest")) or 0.0) > 0:
+                seen_graph = True
+        return found
 
     def last(self, section: str, key: str) -> Any:
         for entry in reversed(self.entries):

@@ -271,11 +271,15 @@ def _climbs(pts: List[Tuple[float, float]], min_growth: float) -> bool:
     )
 
 
-def carried_in_census(census: Sequence[Mapping[str, Any]]) -> bool:
-    """The agent saw an earlier census' graph still alive behind a named tensor."""
+def carried_in_census(census: Sequence[Mapping[str, Any]], min_kept: int = 1) -> bool:
+    """The agent saw an earlier census' graph still alive behind a named tensor, at
+    ``min_kept`` censuses in a row or more (``kept``: how many censuses in a row the old
+    root outlived)."""
     for entry in census:
         graphs = entry.get("graphs") if isinstance(entry, dict) else None
         carried = graphs.get("carried") if isinstance(graphs, dict) else None
-        if isinstance(carried, list) and carried:
-            return True
+        for c in carried if isinstance(carried, list) else []:
+            kept = c.get("kept", 1) if isinstance(c, dict) else 1
+            if isinstance(kept, int) and kept >= min_kept:
+                return True
     return False

@@ -342,9 +342,10 @@ def _graphs(prof: Profile) -> Optional[Culprit]:
     roots, largest = prof.rate("graph:roots"), prof.rate("graph:largest")
     grad = prof.rate("tensors:grad_fn_count")
     per_root = prof.at_peak("graph:roots", "graphs", "mean_per_root")
-    holder = prof.last("graphs", "largest_holder")  # set by the agent when largest grew
-    if largest > 0.5 and largest >= roots and (holder or prof.sustained("graph:largest")):
-        node = prof.last("graphs", "largest_holder_node" if holder else "largest_root_type")
+    holder, holder_node = prof.grown_graph_holder()  # set by the agent when largest grew
+    # one graph growing: named by the agent, or bigger at two censuses running
+    if largest > 0.5 and largest >= roots and (holder or prof.sustained("graph:largest", 2)):
+        node = holder_node if holder else prof.last("graphs", "largest_root_type")
         accumulating = node in SUM_NODES
         box = prof.container_of(TENSOR)
         ev = _ev(

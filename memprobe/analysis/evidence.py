@@ -25,14 +25,18 @@ STEADY_ALONE_STEPS = 1000.0
 STEADY_ALONE_S = 30.0
 
 
-def steady_needs_backing(verdicts: Dict[str, SignalVerdict]) -> Dict[str, SignalVerdict]:
+def steady_needs_backing(
+    verdicts: Dict[str, SignalVerdict], graph_kept: bool = False
+) -> Dict[str, SignalVerdict]:
     """Memory called a leak only because it rises steadily, over a short window (under
     30 s, or under 1,000 steps), with no other signal of the process leaking by the regular
     test or any count of heavy objects growing with it: not a leak yet (the growth still
     keeps the run from "no leak"). A Python-heap count backs it only when it leaks itself:
     heap blocks that rose while a bounded cache filled, then wobbled flat, rise "within
-    their noise" over the window."""
-    backed = any(
+    their noise" over the window. ``graph_kept``: the census saw one autograd graph outlive
+    several censuses in a row behind a named tensor (``total_loss += loss``), whose graph
+    sizes are rarely counted (the walk is cut short on such chains): that backs it too."""
+    backed = graph_kept or any(
         (v.verdict == LEAK and not v.steady)
         or (v.family == "object" and v.growing)
         or (v.family == "heap" and v.verdict == LEAK)

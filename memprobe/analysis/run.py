@@ -52,6 +52,10 @@ from memprobe.analysis.verdict import INCONCLUSIVE, LEAK, NO_LEAK, SignalVerdict
 from memprobe.record import Finding, Process, RunRecord, Signals
 
 _NOT_TESTED = ("peak",)
+# a graph seen outliving this many censuses in a row backs a steady memory rise: three looks
+# at one growing chain (a truncated BPTT window detached every k steps outlives one census
+# spacing at most)
+CARRIED_BACKS = 2
 _CUDA_RESERVED = re.compile(r"^cuda:(\d+)/reserved_bytes$")
 # the order findings are listed in: what the person sees first
 _FAMILY_ORDER = {"memory": 0, "object": 1, "heap": 2}
@@ -167,7 +171,7 @@ def judge_process(
         heavy_items = per_s >= options.min_bytes_per_s and grown_s >= options.min_growth_bytes
     out = bounded_fill(out, bounds)
     out = corroborate(out, carried_in_census(process.census), heavy_items)
-    out = steady_needs_backing(out)
+    out = steady_needs_backing(out, carried_in_census(process.census, min_kept=CARRIED_BACKS))
     if axis == "step":
         # the phase after the last step (evaluation, rollouts): on seconds, see phases.py
         tail = stepless_tail(process, options.min_span_seconds_backed)

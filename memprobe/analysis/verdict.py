@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 from scipy import special
@@ -35,6 +35,10 @@ from memprobe.analysis.wording import (
 from memprobe.record import SignalSummary
 
 LEAK, NO_LEAK, INCONCLUSIVE = "leak", "no_leak", "inconclusive"
+# a flat stretch ends a rise when it lasts this many times the longest pause between the rises
+# before it (see _stopped_for_long)
+STALL_PAUSES = 2.0
+MIN_RISES = 3
 OVERWHELMING = 20.0  # growth this many times what counts halves the time axis' minimum span
 
 __all__ = ["INCONCLUSIVE", "LEAK", "NO_LEAK", "SignalVerdict", "judge_series"]
@@ -164,6 +168,11 @@ def judge_series(
                 x_end=float(xa[-1]),
                 **base,
             )
+        # too few periods to judge the floor: flat by the ordinary test (a rise at start-up
+        # cut as warm-up, dips after) is flat; anything else waits for more periods
+        plain = _judge_plain(xa, ya, ta, options, alpha, base, signal, n_tests)
+        if plain.verdict == NO_LEAK:
+            return replace(plain, floor=True)
         # too few periods yet: a window shorter than that could hold a single ramp
         periods = max(1, MIN_FLOOR_POINTS + 1 - (n // saw.period))
         more = periods * saw.period * float(xa[-1] - xa[0]) / max(1, n - 1)
@@ -183,6 +192,24 @@ def judge_series(
             return _too_short(base, len(xf), None, 0, min_span - float(xf[-1] - xf[0]), word)
         v = _judge_window(xf, yf, tf, options, alpha, base, signal, n_tests, True)
         return replace(v, x_end=float(xa[-1]), last_value=float(ya[-1]))
+    return _judge_plain(xa, ya, ta, options, alpha, base, signal, n_tests)
+
+
+def _judge_plain(
+    xa: Array,
+    ya: Array,
+    ta: Optional[Array],
+    options: DetectOptions,
+    alpha: float,
+    base: Dict[str, Any],
+    signal: str,
+    n_tests: int,
+) -> SignalVerdict:
+    """The series judged as a line after its warm-up (the whole window, then its recent
+    half), not as a sawtooth."""
+    axis, unit, fam = base["axis"], base["unit"], base["family"]
+    word = "steps" if axis == "step" else "seconds"
+    min_span = options.min_span_steps if axis == "step" else options.min_span_seconds
     xr, yr = reduce_points(xa, ya, options.max_points)
     k = detect_warmup(xr, yr, options.max_warmup_fraction)
     w_x = float(xr[k])
@@ -316,6 +343,22 @@ def _judge_window(
         return SignalVerdict(
             NO_LEAK, reason=f"no growth above {fmt(thr)} lately", confidence=0.9, **common
         )
+    total = options.growth_threshold(unit, level, fam)
+    if (
+        growing
+        and not clear
+        and _stopped_for_long(xj, yj, tr.slope, rate_thr, total, options.max_points)
+    ):
+        # rose (a buffer filled mid-run, a second phase's one allocation), too unevenly to
+        # be clear of its noise, and has been flat since, for longer than it would have
+        # taken the same rise to add up to growth that counts
+        return SignalVerdict(
+            NO_LEAK,
+            reason=f"grew, then no growth above {fmt(rate_thr)} lately",
+            confidence=0.9,
+            plateau=True,
+            **{**common, "growing": False, "substantial": False},
+        )
     if clear and tr.slope >= rate_thr:
         # growing at a rate that counts, but not yet by enough in total
         more = max(1.0, (thr - tr.slope) * span / tr.slope)
@@ -332,6 +375,50 @@ def _judge_window(
     return SignalVerdict(
         INCONCLUSIVE, reason=reason, needed=more_needed(tr, thr, z_crit, span, word), **common
     )
+
+
+def _stopped_for_long(
+    x: Array, y: Array, slope: float, rate_thr: float, total: float, max_points: int
+) -> bool:
+    """The series rose, then stopped: its last third grows slower than ``rate_thr``
+    (``growth_stopped``), and the flat stretch since its last rise is longer than
+    ``STALL_PAUSES`` times the longest pause between the rises before it, and long enough
+    that the window's own ``slope`` would have added what counts over it.
+
+    An allocator draws a leak as a staircase (an arena of 1-2 MiB, then a pause while it
+    fills): a flat stretch as long as one of its treads is no end of the rise; a buffer that
+    filled mid-run (a replay memory, a teacher's outputs) rose in many small steps, then
+    stays flat for longer than any of its pauses."""
+    n = len(x)
+    k = n - max(6, n // 3)
+    if k <= 0 or slope <= 0:
+        return False
+    flat, longest = _last_rise(x, y, total / 8.0, max_points)
+    if flat is None or flat < STALL_PAUSES * longest or slope * flat < total:
+        return False
+    return growth_stopped(x, y, rate_thr, max_points)
+
+
+def _last_rise(x: Array, y: Array, eps: float, max_points: int) -> Tuple[Optional[float], float]:
+    """(x-span from the last rise to the end, the longest pause between two rises before
+    it). A rise is the block medians climbing ``eps`` above the level of the last one;
+    None when the series rose fewer than ``MIN_RISES`` times: one or two jumps tell nothing
+    of how long the pauses between them are (two treads of a staircase, or a buffer
+    allocated in one go)."""
+    xr, yr = reduce_points(x, y, max_points)
+    level = float(yr[0])
+    last: Optional[float] = None
+    longest = 0.0
+    rises = 0
+    for xi, yi in zip(xr, yr):
+        if yi > level + eps:
+            if last is not None:
+                longest = max(longest, float(xi) - last)
+            last, level = float(xi), float(yi)
+            rises += 1
+    if last is None or rises < MIN_RISES:
+        return None, longest
+    return float(x[-1]) - last, longest
 
 
 def _default_family(unit: str) -> str:
