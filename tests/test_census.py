@@ -553,3 +553,33 @@ def test_a_tensor_kept_in_a_small_state_dict_is_named_by_its_key() -> None:
     assert named and named[0].startswith(f"{here}:state") and "running_loss" in named[0]
     assert not any("per_step[" in holder for holder in found), found
     del per_step
+
+
+class _Word(str):
+    """A str subclass, as numpy's ``str_`` is: an atom, whatever its type's name."""
+
+
+# a corpus of small lists of words (what ``list(rng.choice(vocab, n))`` gives), and beside
+# it the list a census is asked about
+CORPUS_DOCS = [[_Word(f"w{i}") for i in range(24)] for _ in range(3000)]
+CORPUS_PENDING: List[Dict[str, int]] = [{"step": 1}]
+
+
+def test_the_walk_from_the_roots_never_queues_atoms(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memprobe.bootstrap.memprobe_agent import roots
+
+    # GIVEN a module global holding 72,000 words in 3,000 lists, and a list to name
+    looked: List[type] = []
+    children = roots._children
+
+    def spy(value: Any) -> Any:
+        looked.append(type(value))
+        return children(value)
+
+    monkeypatch.setattr(roots, "_children", spy)
+    # WHEN the holder of that list is looked for from the user's roots
+    found = roots.search({id(CORPUS_PENDING)}, time.perf_counter() + 5.0)
+    # THEN it is named, and no word (not even of a str subclass) was ever looked into:
+    # atoms are not queued (each queued child cost a copy of its path: a census a second)
+    assert found[id(CORPUS_PENDING)]["holder"].endswith("CORPUS_PENDING")
+    assert _Word not in looked and str not in looked

@@ -100,8 +100,11 @@ class Watch:
             self.graphs = None
             return
         try:
-            values = obj.values() if type(obj) in _DICT_TYPES else obj
-            items = list(itertools.islice(values, self.counted, n))
+            if type(obj) is list:
+                items = obj[self.counted : n]  # islice would step over every older item
+            else:
+                values = obj.values() if type(obj) in _DICT_TYPES else obj
+                items = list(itertools.islice(values, self.counted, n))
         except Exception:  # noqa: BLE001 - changed under us by another thread
             return
         for item in items:

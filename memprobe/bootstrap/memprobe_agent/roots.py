@@ -273,15 +273,20 @@ def _walk_items(
     budget: List[int],
     deadline: float,
 ) -> None:
-    # (value, steps from the root, anchor): the anchor is the last weak-referenceable object
-    # on the way and how many steps lead to it; from it the path can be followed later
-    level: List[Tuple[Any, List[Step], Any]] = [(value, [step], None) for step, value in items]
+    # (value, path, anchor): the path from the root is a linked chain of (step, parent) pairs,
+    # made into a list only for what is found (a walk through a list of a few thousand small
+    # lists queues tens of thousands of children: copying each one's path cost a census a
+    # second); the anchor is the last weak-referenceable object on the way and how many
+    # steps lead to it: from it the path can be followed later
+    level: List[Tuple[Any, Any, Any]] = [
+        (value, (step, None), None) for step, value in items if not _atomic(value)
+    ]
     for d in range(depth):
-        nxt: List[Tuple[Any, List[Step], Any]] = []
-        for value, steps, anchor in level:
+        nxt: List[Tuple[Any, Any, Any]] = []
+        for value, path, anchor in level:
             vid = id(value)
             if vid in targets and vid not in found:
-                found[vid] = _found(label, origin, steps, anchor)
+                found[vid] = _found(label, origin, _steps(path), anchor)
                 if len(found) == len(targets):
                     return
             if vid in seen or d == depth - 1 or budget[0] <= 0:
@@ -290,11 +295,38 @@ def _walk_items(
             budget[0] -= 1
             kids = _children(value)
             if kids and kids[0][0][0] in FOLLOWABLE and _weakrefable(value):
-                anchor = (value, len(steps))
-            nxt.extend((child, steps + [step], anchor) for step, child in kids)
+                anchor = (value, d + 1)
+            # atoms are never a target and have nothing below them: not queued at all
+            for step, child in kids:
+                atom = _ATOMIC.get(type(child))
+                if not (_atomic(child) if atom is None else atom):
+                    nxt.append((child, (step, path), anchor))
         if not nxt or time.perf_counter() > deadline:
             return
         level = nxt
+
+
+def _steps(path: Any) -> List[Step]:
+    """The steps of a linked ``(step, parent)`` path, root first."""
+    out: List[Step] = []
+    while path is not None:
+        step, path = path
+        out.append(step)
+    out.reverse()
+    return out
+
+
+_ATOMIC: Dict[type, bool] = {}
+
+
+def _atomic(value: Any) -> bool:
+    """A leaf: a string, number, bytes (numpy's ``str_`` and ``float64`` too, by their
+    base classes), None, a module, a builtin or a code object."""
+    cls = type(value)
+    known = _ATOMIC.get(cls)
+    if known is None:
+        known = _ATOMIC[cls] = any(base in _LEAVES for base in mro(cls))
+    return known
 
 
 def _found(
