@@ -437,3 +437,27 @@ def test_the_first_forward_graph_is_no_graph_carried_across_steps() -> None:
     # THEN the list keeping the outputs is blamed, not the loop variable named at the start
     assert out.culprit is not None and out.culprit["holder"] == "eval.py:evaluate:outputs"
     assert out.evidence.get("pattern") != "graph carried across steps", out.evidence
+
+
+def test_a_growing_tensor_that_overtook_a_bigger_one_is_named() -> None:
+    # GIVEN a memory bank grown with torch.cat, smaller than the data tensor at the first
+    # censuses and the largest only at the last one (named there), while tensor storage
+    # climbed at every census
+    def entry(step: int, largest: int, total: int, holder: Optional[str] = None) -> Dict[str, Any]:
+        e = census(step)
+        e["tensors"]["bytes_by_device"] = {"cpu": total}
+        e["tensors"]["largest"] = {"bytes": largest, "shape": [largest // 512, 128]}
+        if holder is not None:
+            e["tensors"]["largest"]["holder"] = holder
+        return e
+
+    mib = 2**20
+    bank = "train.py:main:criterion._buffers['bank']"
+    entries = [entry(5, 10 * mib, 32 * mib), entry(25, 10 * mib, 33 * mib)]
+    entries += [entry(100, 10 * mib, 37 * mib), entry(400, 20 * mib, 52 * mib, bank)]
+    rec = record(entries, [leak("rss_bytes")])
+    # WHEN the culprit is attributed
+    (out,) = attribute(rec, rec.findings)
+    # THEN the bank is named as one growing tensor
+    assert out.culprit is not None and out.culprit["holder"] == bank
+    assert out.evidence.get("pattern") == "growing tensor"

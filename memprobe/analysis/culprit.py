@@ -315,7 +315,17 @@ def _growing_tensor(prof: Profile) -> Optional[Culprit]:
         sizes = sizes[:-1]  # the program let it go at exit
     named = [info["holder"] for _, info in sizes if isinstance(info.get("holder"), str)]
     last = sizes[-3:]
-    if len(last) < 3 or not named or not all(b[0] > a[0] for a, b in zip(last, last[1:])):
+    rising = len(last) >= 3 and all(b[0] > a[0] for a, b in zip(last, last[1:]))
+    # censuses are few and far apart: the tensor may have overtaken a bigger one that was
+    # the largest before (a data tensor), so it shows as largest only lately; named at the
+    # last census, bigger than before, while all tensor storage climbed census after census
+    overtook = (
+        len(sizes) >= 2
+        and sizes[-1][0] > sizes[-2][0]
+        and isinstance(sizes[-1][1].get("holder"), str)
+        and _climbing(_total_tensor_bytes(prof))
+    )
+    if not named or not (rising or overtook):
         return None
     first, now = sizes[0][0], sizes[-1][0]
     if now - first < MIN_GROWING_TENSOR_BYTES:
@@ -329,13 +339,32 @@ def _growing_tensor(prof: Profile) -> Optional[Culprit]:
         "growing tensor",
         HINT_GROWING_TENSOR,
         f"`{named[-1]}` is one tensor that keeps growing: {fmt_bytes(first)} → "
-        f"{fmt_bytes(now)} ({shape} now) over {len(sizes)} censuses.",
+        f"{fmt_bytes(now)} ({shape} now) over {len(sizes)} censuses."
+        if rising
+        else f"`{named[-1]}` is one tensor that keeps growing: {fmt_bytes(now)} ({shape}) "
+        f"at the last census, while the tensors' storage grew at every census.",
         _ev(container_bytes=now),
         None,
     )
 
 
 MIN_GROWING_TENSOR_BYTES = 4 * 2**20
+
+
+def _total_tensor_bytes(prof: Profile) -> List[float]:
+    out: List[float] = []
+    for entry in prof.entries:
+        tensors = entry.get("tensors") if isinstance(entry, dict) else None
+        by_device = tensors.get("bytes_by_device") if isinstance(tensors, dict) else None
+        if isinstance(by_device, dict):
+            out.append(sum(float(b) for b in by_device.values() if isinstance(b, (int, float))))
+    return out
+
+
+def _climbing(values: List[float], n: int = 3) -> bool:
+    """Rose at each of the last ``n`` points."""
+    last = values[-n:]
+    return len(last) >= n and all(b > a for a, b in zip(last, last[1:]))
 
 
 def _graphs(prof: Profile) -> Optional[Culprit]:
