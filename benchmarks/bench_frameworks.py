@@ -52,6 +52,7 @@ class Outcome:
     line: str = ""
     wall_s: float = 0.0
     cpu_s: float = 0.0
+    agent_share: Optional[float] = None  # the agent's own CPU, % of one core over the run
 
 
 @dataclass
@@ -67,6 +68,19 @@ class Row:
 
 def _env() -> Dict[str, str]:
     return {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def _agent_share(record: Dict[str, object]) -> Optional[float]:
+    """The main process' ``agent_cost`` event: the CPU the agent measured itself using, as a
+    share of one core over the run (a figure the machine's load moves far less than a
+    comparison of two runs)."""
+    events = record.get("events")
+    for e in events if isinstance(events, list) else []:
+        if isinstance(e, dict) and e.get("kind") == "agent_cost":
+            found = re.search(r"\(([\d.]+) % of one core\)", str(e.get("message", "")))
+            if found:
+                return float(found.group(1))
+    return None
 
 
 def _counted(stdout: str) -> Optional[int]:
@@ -133,6 +147,7 @@ def memprobe_done(child: Timed, out: Path) -> Outcome:
         line=str(culprit.get("location") or ""),
         wall_s=wall,
         cpu_s=cpu,
+        agent_share=_agent_share(rec),
     )
 
 
@@ -202,6 +217,13 @@ def _ratio(with_tool: Sequence[float], plain: Sequence[float]) -> str:
     return f"{statistics.median(ratios):.2f}× ({ratios[0]:.2f}–{ratios[-1]:.2f})"
 
 
+def _shares(values: Sequence[Optional[float]]) -> str:
+    known = sorted(v for v in values if v is not None)
+    if not known:
+        return "-"
+    return f"{statistics.median(known):.1f} % ({known[0]:.1f}–{known[-1]:.1f})"
+
+
 def render(rows: List[Row], markdown: bool) -> str:
     head = [
         "script",
@@ -214,6 +236,7 @@ def render(rows: List[Row], markdown: bool) -> str:
         "wall, fixed",
         "CPU, leaky",
         "CPU, fixed",
+        "agent's own CPU, fixed",
         "plain, fixed",
     ]
     body = []
@@ -233,6 +256,7 @@ def render(rows: List[Row], markdown: bool) -> str:
                 _ratio([o.wall_s for o in row.fixed], row.fixed_plain_s),
                 _ratio([o.cpu_s for o in row.leak], row.plain_cpu),
                 _ratio([o.cpu_s for o in row.fixed], row.fixed_plain_cpu),
+                _shares([o.agent_share for o in row.fixed]),
                 f"{statistics.median(row.fixed_plain_s):.1f} s" if row.fixed_plain_s else "-",
             ]
         )

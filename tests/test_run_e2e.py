@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -154,6 +155,15 @@ def test_torch_loss_list_records_steps_and_growth(tmp_path: Path, schema: dict) 
     stepped = [s for s in rss["step"] if s is not None]
     assert len(stepped) >= 10 and stepped == sorted(stepped)
     assert rss["value"][-1] > rss["value"][len(rss["value"]) // 4]
+    # AND the agent says what it cost the program, in CPU seconds it measured itself: some
+    # (a census at least), and no more than the run itself lasted
+    (cost,) = [e for e in record["events"] if e["kind"] == "agent_cost"]
+    found = re.search(
+        r"used ([\d.]+) s .* and ([\d.]+) s .*: ([\d.]+) s over ([\d.]+) s", cost["message"]
+    )
+    assert found, cost
+    at_steps, own_thread, total, elapsed = map(float, found.groups())
+    assert at_steps > 0 and abs(at_steps + own_thread - total) < 0.02 and total < elapsed
 
 
 def test_default_output_name_and_message(tmp_path: Path) -> None:

@@ -59,6 +59,11 @@ class Agent:
         self.last_step_t = float("-inf")
         self.first_step_t = float("inf")
         self.last_bg_sample = float("-inf")
+        # the agent's own CPU: in the program's threads when a sample or a census was due at a
+        # step (the step hook's bookkeeping alone, a few hundred ns, is not counted), and
+        # its background thread's, reported at exit (see close)
+        self.step_cpu = 0.0
+        self.thread_cpu = 0.0
         self.fd: Optional[int] = None
         self.path = os.path.join(self.run_dir, wire.proc_file_name(self.pid))
         self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -120,7 +125,21 @@ class Agent:
             if unmatched is not None:
                 self.event("step_on_unmatched", unmatched)
             self.step_on.close()
+        self._report_cost()
         self.emit({"k": wire.K_EXIT, "t": self.now(), "steps": self.steps, "reason": reason})
+
+    def _report_cost(self) -> None:
+        """What the agent cost the program, as CPU seconds it measured itself: a figure that
+        does not move with the machine's load the way a comparison of two runs does."""
+        elapsed = self.now()
+        own = self.step_cpu + self.thread_cpu
+        share = 100.0 * own / elapsed if elapsed > 0 else 0.0
+        self.event(
+            "agent_cost",
+            f"memprobe's agent used {self.step_cpu:.2f} s of CPU at step boundaries "
+            f"(samples and censuses) and {self.thread_cpu:.2f} s on its own thread: "
+            f"{own:.2f} s over {elapsed:.1f} s ({share:.1f} % of one core)",
+        )
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -192,12 +211,17 @@ class Agent:
         self.last_step_t = now
         if self.steps == 1:
             self.first_step_t = now
-        if now - self.last_step_sample >= self.pace(self.sample_interval, now):
+        sample = now - self.last_step_sample >= self.pace(self.sample_interval, now)
+        exp = self.expensive
+        if not (sample or now >= exp.next_due):
+            return
+        cpu = time.thread_time()
+        if sample:
             self.last_step_sample = now
             self.sample(self.steps, now)
-        exp = self.expensive
         if now >= exp.next_due:
             self.collect("expensive", exp.on_step, self.steps, now)
+        self.step_cpu += time.thread_time() - cpu
 
     def pace(self, interval: float, now: float) -> float:
         """``interval``, halved during the first ``EARLY_S`` seconds of stepping."""
@@ -279,6 +303,7 @@ class Agent:
             except Exception as e:  # noqa: BLE001
                 self.event("agent_error", f"background thread: {type(e).__name__}: {e}")
                 poll = max(poll, 1.0)
+            self.thread_cpu = time.thread_time()  # this thread's, since it started
 
     def _dataset_sample(self, now: float) -> None:
         values = self.collect("dataset", self.dataset.poll) if self.dataset else None
