@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Dict, List, Optional
 
 from hypothesis import given, settings
@@ -461,3 +462,34 @@ def test_a_growing_tensor_that_overtook_a_bigger_one_is_named() -> None:
     # THEN the bank is named as one growing tensor
     assert out.culprit is not None and out.culprit["holder"] == bank
     assert out.evidence.get("pattern") == "growing tensor"
+
+
+def test_censuses_taken_while_evaluating_between_epochs_count_on_the_step_axis() -> None:
+    # GIVEN a training loop that evaluates between epochs: step censuses at steps 5 and 25
+    # saw nothing, the censuses taken during the evaluations (no step, from the agent's
+    # thread) saw the graph behind main:state.running_loss outlive them, four times
+    from memprobe.record import Series
+
+    def paused(t: float, kept: int) -> Dict[str, Any]:
+        e = census(0, nodes=0, largest=0, root_type="AddBackward0")
+        e.update(step=None, t=t)
+        e["graphs"].update(
+            cut="wrappers",
+            carried=[{"holder": "main:state.running_loss", "kept": kept, "node": "AddBackward0"}],
+        )
+        return e
+
+    entries = [census(5), paused(4.7, 1), census(25), paused(6.8, 2), paused(8.8, 3)]
+    entries += [paused(26.1, 4)]
+    for e in entries:
+        if e["step"] is not None:
+            e["t"] = {5: 3.3, 25: 5.4}[e["step"]]
+    steps = list(range(1, 301))
+    clock = Series(step=steps, t=[1.0 + 0.1 * s for s in steps], value=[1e8] * len(steps))
+    proc = Process(pid=7, census=entries, series={"rss_bytes": clock})
+    rec = replace(record([], [leak("rss_bytes")]), processes=[proc])
+    # WHEN the culprit is attributed
+    (out,) = attribute(rec, rec.findings)
+    # THEN the running sum is named, from the censuses between the steps
+    assert out.culprit is not None and out.culprit["holder"] == "main:state.running_loss"
+    assert out.evidence.get("pattern") == "graph carried across steps"

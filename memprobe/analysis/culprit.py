@@ -22,6 +22,7 @@ from memprobe.analysis.census import (
     Profile,
     build_profile,
     series_lengths,
+    step_clock_pairs,
 )
 from memprobe.analysis.hints import (
     HINT_CARRIED,
@@ -98,7 +99,8 @@ def attribute(
             >= 2
         )
         lengths = series_lengths(proc.series, stepped)
-        profiles[proc.pid] = build_profile(proc.census, active, lengths, settled)
+        clock = step_clock_pairs(proc.series) if stepped else None
+        profiles[proc.pid] = build_profile(proc.census, active, lengths, settled, clock)
         tail = census_after_steps(proc) if stepped else None
         if tail is not None:
             after[proc.pid] = build_profile(
