@@ -583,3 +583,29 @@ def test_the_walk_from_the_roots_never_queues_atoms(monkeypatch: pytest.MonkeyPa
     # atoms are not queued (each queued child cost a copy of its path: a census a second)
     assert found[id(CORPUS_PENDING)]["holder"].endswith("CORPUS_PENDING")
     assert _Word not in looked and str not in looked
+
+
+def test_a_look_on_evidence_when_heavy_objects_pile_up_between_censuses() -> None:
+    from memprobe.bootstrap.memprobe_agent import expensive
+    from memprobe.bootstrap.memprobe_agent.expensive import Expensive
+
+    # GIVEN the agent's scheduler past its fixed-step looks, whose last census counted
+    # 12 modules and 400 tensors
+    agent = FakeAgent()
+    exp = Expensive(agent)
+    exp.forced_left = 0
+    exp.prev_v = {"modules:count": 12.0, "tensors:count": 400.0}
+    now = time.monotonic()
+    exp.last = (now - 10.0, 100)
+    # THEN a few more tensors or one more model are no evidence; 4 more models, or 256 and a
+    # quarter more tensors, are
+    assert not exp.wants_look({"modules:count": 13, "tensors:count": 480}, now)
+    assert exp.wants_look({"modules:count": 16, "tensors:count": 400}, now)
+    assert exp.wants_look({"modules:count": 12, "tensors:count": 700}, now)
+    # BUT not within EVIDENCE_GAP_S of the last census, nor more than EVIDENCE_LOOKS a run
+    exp.last = (now - 1.0, 100)
+    assert not exp.wants_look({"modules:count": 40}, now)
+    exp.last = (now - 10.0, 100)
+    exp.evidence_left = 0
+    assert not exp.wants_look({"modules:count": 40}, now)
+    assert expensive.EVIDENCE_LOOKS >= 1

@@ -193,7 +193,7 @@ class Agent:
 
     # -- sampling --------------------------------------------------------------------------
 
-    def sample(self, step: Optional[int], now: float) -> None:
+    def sample(self, step: Optional[int], now: float) -> Dict[str, Any]:
         values: Dict[str, Any] = {}
         rss = self.collect("rss", self.rss.read)
         if rss is not None:
@@ -204,6 +204,7 @@ class Agent:
         self.collect("watch", self.watches.sample, values, now)
         self.emit({"k": wire.K_SAMPLE, "t": now - self.t0, "step": step, "v": values})
         self.sampled = True
+        return values
 
     def on_step(self) -> None:
         self.steps += 1
@@ -216,10 +217,13 @@ class Agent:
         if not (sample or now >= exp.next_due):
             return
         cpu = time.thread_time()
+        values: Optional[Dict[str, Any]] = None
         if sample:
             self.last_step_sample = now
-            self.sample(self.steps, now)
-        if now >= exp.next_due:
+            values = self.sample(self.steps, now)
+        if values is not None and self.collect("evidence", exp.wants_look, values, now):
+            self.collect("expensive", exp.look_now, self.steps, now)
+        elif now >= exp.next_due:
             self.collect("expensive", exp.on_step, self.steps, now)
         self.step_cpu += time.thread_time() - cpu
 

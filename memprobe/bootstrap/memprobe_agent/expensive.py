@@ -75,6 +75,20 @@ _GROWTH_KEYS = (
     ("ndarray:count", False),
     ("tensors:count", False),
 )
+# Looks on evidence: censuses are seconds apart (tens of seconds on a big heap or a busy
+# machine), and the holder of what accumulates is named only by a census that sees it. When
+# a dense count of heavy objects has grown this much since the last census (by ``least`` and
+# by ``share`` of what the census counted), the agent looks at the next step boundary, on
+# no credit, like the fixed-step looks: at most ``EVIDENCE_LOOKS`` a run, ``EVIDENCE_GAP_S``
+# apart (a search keeping every trial's model, 250 ms steps, had three censuses in 30 s,
+# all before its second trial).
+EVIDENCE_LOOKS = 3
+EVIDENCE_GAP_S = 5.0
+_EVIDENCE_COUNTS = (
+    ("modules:count", 4, 0.25),
+    ("figures:count", 4, 0.25),
+    ("tensors:count", 256, 0.25),
+)
 BELOW_DEPTH = 4  # levels looked down from a carried root for another carried root
 BELOW_NODES = 64
 
@@ -159,6 +173,7 @@ class Expensive:
         self.stall_look_at = float("inf")
         self.had_graphs = False
         self.kept: Dict[str, int] = {}  # holder -> censuses in a row its old root outlived
+        self.evidence_left = EVIDENCE_LOOKS
         self._lock = threading.Lock()
         self.next_due = 0.0 if self.enabled else float("inf")
         if self.enabled and self.tm.mode == "always":
@@ -181,6 +196,30 @@ class Expensive:
                 self.force_steps = later[1:]
             if force or self.forced_left < self.forced_total:
                 self._due(step, now, force=force)
+        finally:
+            self._lock.release()
+
+    def wants_look(self, values: Dict[str, Any], now: float) -> bool:
+        """A dense count of heavy objects (``values``: a cheap sample's) grew by what
+        ``_EVIDENCE_COUNTS`` says since the last census: worth a look on evidence."""
+        if not self.enabled or self.evidence_left <= 0 or self.forced_left:
+            return False
+        if now - self.last[0] < EVIDENCE_GAP_S:
+            return False
+        for key, least, share in _EVIDENCE_COUNTS:
+            base, count = self.prev_v.get(key), values.get(key)
+            if isinstance(base, (int, float)) and isinstance(count, (int, float)):
+                if count - base >= max(least, share * base):
+                    return True
+        return False
+
+    def look_now(self, step: int, now: float) -> None:
+        """A look on evidence (see ``wants_look``), at this step boundary."""
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
+            self.evidence_left -= 1
+            self._due(step, now, force=True)
         finally:
             self._lock.release()
 
