@@ -315,6 +315,9 @@ class FakeAgent:
     def emit(self, message: Dict[str, Any]) -> None:
         self.messages.append(message)
 
+    def pace(self, interval: float, now: float) -> float:
+        return interval  # the real agent halves it in the first seconds of stepping
+
     def event(self, kind: str, message: str) -> None:
         self.messages.append({"k": "event", "kind": kind, "message": message})
 
