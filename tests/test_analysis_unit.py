@@ -677,3 +677,19 @@ def test_items_bytes_on_the_clock_leave_out_lists_of_numbers() -> None:
     # AND the floats alone count for nothing on the clock
     floats_only = [dict(e, containers=e["containers"][1:]) for e in entries]
     assert items_bytes_rate(floats_only, "time", objects_only=True) == (0.0, 0.0)
+
+
+def test_a_steep_first_block_before_an_even_climb_is_still_a_steady_rise_on_steps() -> None:
+    from memprobe.analysis.trend import steady_rise
+
+    # GIVEN block medians that climb evenly (exceptions kept at random steps, each pinning
+    # a rollout's tensors), after one steep first block the warm-up cut left in
+    rises = [0.186, 0.055, 0.044, 0.035, 0.103, 0.119, 0.045, 0.057, 0.068, 0.063, 0.022]
+    rises += [0.034, 0.026, 0.037, 0.106]
+    x = np.arange(0.0, 16 * 13)
+    y = 300e6 + 90e6 * np.repeat(np.concatenate([[0.0], np.cumsum(rises)]), 13)
+    # WHEN looked at for a steady rise, on the step axis and on the clock
+    # THEN on steps it is one; on the clock (where a preload still under way rises just
+    # like that before a program's first step) the deceleration still counts
+    assert steady_rise(x, y, steep_start=True) is not None
+    assert steady_rise(x, y) is None

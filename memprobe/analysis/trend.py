@@ -212,8 +212,12 @@ STEADY_KEEPS_PACE = 0.4  # the second half rises at least this share of the firs
 STEADY_END_SLOPE = 0.35  # a quadratic's slope at the end, at least this share of its start
 
 
-def steady_rise(x: Array, y: Array) -> Optional[float]:
+def steady_rise(x: Array, y: Array, steep_start: bool = False) -> Optional[float]:
     """One-sided p-value-like figure when the series rises steadily, else None.
+
+    ``steep_start``: one steep first block before an even climb does not make the rise a
+    decelerating warm-up (on the step axis, where the program's start-up lies before the
+    first step; on the clock, a preload still under way rises just that way).
 
     The window is cut into up to ``STEADY_BLOCKS`` equal-width blocks (at least 3
     points each). Steady growth - a line, a staircase of allocator arenas, a convex
@@ -254,13 +258,21 @@ def steady_rise(x: Array, y: Array) -> Optional[float]:
     if second < STEADY_KEEPS_PACE * first:
         return None
     # the same on a smooth fit: a quadratic through the block medians, its slope at the
-    # end against its slope at the start (a warm-up's approach decelerates all along)
+    # end against its slope at the start (a warm-up's approach decelerates all along, so
+    # it does so without its first block too; one steep first block before an even climb,
+    # the tail of a warm-up the cut left in, does not)
+    if _decelerates(m) and (not steep_start or _decelerates(m[1:])):
+        return None
+    return float(0.5 ** len(d))
+
+
+def _decelerates(m: Array) -> bool:
+    """A quadratic through block medians ``m`` ends at under ``STEADY_END_SLOPE`` of the
+    slope it starts with (or falls at its end)."""
     c = np.arange(len(m), dtype=np.float64)
     q, b, _ = np.polyfit(c, m, 2)
     start, end = float(b), float(b + 2.0 * q * c[-1])
-    if end <= 0 or end < STEADY_END_SLOPE * max(start, 0.0):
-        return None
-    return float(0.5 ** len(d))
+    return end <= 0 or end < STEADY_END_SLOPE * max(start, 0.0)
 
 
 def sawtooth_flat(y: Array, saw: Sawtooth, total: float, per_x: float, x: Array) -> bool:

@@ -307,7 +307,9 @@ def _judge_window(
     )
     fmt = fmt_rate(unit, word)
     clear = significant and rise_over_band(xj, yj, tr.slope) >= options.min_rise_over_band
-    steady_p = None if clear or tr.slope < thr or not steady else steady_rise(xj, yj)
+    steady_p = (
+        None if clear or tr.slope < thr or not steady else steady_rise(xj, yj, axis == "step")
+    )
     if steady_p is not None and steady_p < alpha:
         # a staircase or convex rise that the line-and-noise tests cannot see as clear
         clear = True
