@@ -693,3 +693,30 @@ def test_a_steep_first_block_before_an_even_climb_is_still_a_steady_rise_on_step
     # like that before a program's first step) the deceleration still counts
     assert steady_rise(x, y, steep_start=True) is not None
     assert steady_rise(x, y) is None
+
+
+def test_heap_blocks_clear_of_their_band_are_backed_by_memory_rising_at_the_steps() -> None:
+    # GIVEN 600 steps of heap blocks climbing +25 a step clear of their wobble (a logging
+    # handler added every epoch, each keeping formatted lines), and RSS read at every step
+    # rising +5 KiB a step on a random walk, too ragged to be clear of its own noise
+    rng = np.random.default_rng(2)
+    x = np.arange(600.0)
+    blocks = 1.1e6 + 25.0 * x + rng.normal(0.0, 40.0, 600)
+    walk = np.cumsum(rng.normal(0.0, 60e3, 600))
+    rss = 330e6 + 5 * 1024.0 * x + walk + rng.normal(0.0, 50e3, 600)
+    a = analyze(_record({"py_alloc_blocks": blocks, "rss_bytes": rss}))
+    v = a.verdicts[(42, "rss_bytes")]
+    assert v.verdict == "inconclusive" and v.substantial, v.reason
+    # THEN the two measurements of one growth make a leak
+    assert a.verdicts[(42, "py_alloc_blocks")].verdict == "leak"
+    assert a.verdict == "leak"
+    # BUT the same blocks with memory read a tenth as often back nothing yet
+    sparse = _record({"py_alloc_blocks": blocks})
+    proc = sparse.processes[0]
+    every = Series(
+        step=list(range(0, 600, 30)),
+        t=[i * 0.05 for i in range(0, 600, 30)],
+        value=[float(r) for r in rss[::30]],
+    )
+    sparse = replace(sparse, processes=[replace(proc, series={**proc.series, "rss_bytes": every})])
+    assert analyze(sparse).verdicts[(42, "py_alloc_blocks")].verdict != "leak"

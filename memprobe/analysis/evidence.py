@@ -16,6 +16,9 @@ from memprobe.analysis.verdict import INCONCLUSIVE, LEAK, SignalVerdict
 
 # families whose leak verdict can make the run's verdict "leak"
 COUNTED = ("memory", "object", "heap")
+# points after its warm-up a memory series needs to back the heap blocks without leaking
+# itself: three times what any verdict needs (see _backs)
+DENSE_MEMORY = 30
 
 
 # a memory leak by the steady-rise test alone (see verdict.SignalVerdict.steady) stands on its
@@ -156,5 +159,12 @@ def _backs(name: str, other: str, v: SignalVerdict) -> bool:
     if not (v.verdict == LEAK or v.growing):
         return False
     if v.family == "memory":
-        return v.verdict == LEAK  # memory within its own noise backs nothing
+        # memory within its own noise backs nothing, except the heap blocks' own clear rise:
+        # blocks that climb clear of their band (a handler formatting every line into
+        # buffers that pile up) and memory that rose significantly by what counts are two
+        # measurements of one growth, when the memory was read at the step boundaries, often
+        # (a preload under way before the first step, a worker's few outside reads: no)
+        return v.verdict == LEAK or (
+            name == BLOCKS and v.substantial and v.axis == "step" and v.n >= DENSE_MEMORY
+        )
     return v.family == "object" or other == BLOCKS
