@@ -612,3 +612,31 @@ def test_a_look_on_evidence_when_heavy_objects_pile_up_between_censuses() -> Non
     exp.evidence_left = 0
     assert not exp.wants_look({"modules:count": 40}, now)
     assert expensive.EVIDENCE_LOOKS >= 1
+
+
+def test_a_look_on_evidence_in_a_program_without_steps() -> None:
+    from memprobe.bootstrap.memprobe_agent.expensive import Expensive
+
+    # GIVEN a program that never steps (an RNN chain built in a plain loop), whose censuses
+    # so far came before its tensors piled up: its fixed-step looks are still pending, and
+    # will never come
+    agent = FakeAgent()
+    agent.t0 = time.monotonic() - 30.0
+    exp = Expensive(agent)
+    assert exp.forced_left > 0
+    exp.prev_v = {"tensors:count": 0.0}
+    now = time.monotonic()
+    exp.last = (now - 10.0, None)
+    exp.imports._changed_at = now - 60.0  # imports settled long ago
+    piled = {"tensors:count": 1735}
+    # THEN the step path keeps waiting for its fixed-step looks, the background thread does
+    # not: it looks now, on no credit, one of the run's EVIDENCE_LOOKS
+    assert not exp.wants_look(piled, now)
+    assert exp.wants_look(piled, now, True)
+    left = exp.evidence_left
+    exp.look_tick(now)
+    censuses = [m for m in agent.messages if m["k"] == "census"]
+    assert len(censuses) == 1 and censuses[0]["step"] is None
+    assert exp.evidence_left == left - 1
+    # AND not again within EVIDENCE_GAP_S of that census
+    assert not exp.wants_look({"tensors:count": 9000}, time.monotonic(), True)

@@ -298,11 +298,13 @@ class Agent:
                     and now - self.last_bg_sample >= self.time_pace(now)
                 ):
                     self.last_bg_sample = now
-                    self.sample(None, now)
+                    values = self.sample(None, now)
                     if self.dataset is not None:
                         self._dataset_sample(now)
                     exp = self.expensive
-                    if now >= exp.next_due or exp.stall_due(now):
+                    if self.collect("evidence", exp.wants_look, values, now, True):
+                        self.collect("expensive", exp.look_tick, now)
+                    elif now >= exp.next_due or exp.stall_due(now):
                         self.collect("expensive", exp.on_tick, now)
             except Exception as e:  # noqa: BLE001
                 self.event("agent_error", f"background thread: {type(e).__name__}: {e}")

@@ -199,10 +199,12 @@ class Expensive:
         finally:
             self._lock.release()
 
-    def wants_look(self, values: Dict[str, Any], now: float) -> bool:
+    def wants_look(self, values: Dict[str, Any], now: float, stepless: bool = False) -> bool:
         """A dense count of heavy objects (``values``: a cheap sample's) grew by what
-        ``_EVIDENCE_COUNTS`` says since the last census: worth a look on evidence."""
-        if not self.enabled or self.evidence_left <= 0 or self.forced_left:
+        ``_EVIDENCE_COUNTS`` says since the last census: worth a look on evidence.
+        ``stepless``: asked from the background thread while no steps come, where the
+        fixed-step looks still pending (``forced_left``) will not come either."""
+        if not self.enabled or self.evidence_left <= 0 or (self.forced_left and not stepless):
             return False
         if now - self.last[0] < EVIDENCE_GAP_S:
             return False
@@ -220,6 +222,20 @@ class Expensive:
         try:
             self.evidence_left -= 1
             self._due(step, now, force=True)
+        finally:
+            self._lock.release()
+
+    def look_tick(self, now: float) -> None:
+        """A look on evidence (see ``wants_look``) from the background thread, while no
+        steps come: a program without steps (an RNN chain built in a loop, an evaluation
+        script) whose first looks fell in its imports, before anything piled up."""
+        if not self.enabled or not self.imports.settled(IMPORT_QUIET_S):
+            return
+        if now - self.agent.t0 < TICK_AFTER_S or not self._lock.acquire(blocking=False):
+            return
+        try:
+            self.evidence_left -= 1
+            self._due(None, now, force=True)
         finally:
             self._lock.release()
 
