@@ -25,11 +25,14 @@ class OutsideSampler:
 
     def poll(self, now: float, t: float, state: RunState, journal: Journal) -> None:
         """Sample what is due at ``now`` (monotonic), stamped ``t`` on the run's clock."""
+        # the target's memory cgroup at every round (~0.1 ms): one it moves into and fills
+        # within half a second (a job wrapper's limit, then a quick OOM) must be seen before
+        # its kill, or the kill's counter is read as where it started
+        self.oom_watch.see(self.root_pid)
         if now - self._last_tree < OUTSIDE_EVERY_S:
             return
         self._last_tree = now
         tree = self.tree.sample()
-        self.oom_watch.see(self.root_pid)
         for pid, ppid, values in tree:
             argv = self.tree.new_argv.get(pid)
             state.ingest_outside(pid, t, values, ppid, argv)

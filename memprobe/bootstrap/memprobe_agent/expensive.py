@@ -215,7 +215,7 @@ class Expensive:
                     return True
         return False
 
-    def look_now(self, step: int, now: float) -> None:
+    def look_now(self, step: Optional[int], now: float) -> None:
         """A look on evidence (see ``wants_look``), at this step boundary."""
         if not self._lock.acquire(blocking=False):
             return
@@ -229,15 +229,10 @@ class Expensive:
         """A look on evidence (see ``wants_look``) from the background thread, while no
         steps come: a program without steps (an RNN chain built in a loop, an evaluation
         script) whose first looks fell in its imports, before anything piled up."""
-        if not self.enabled or not self.imports.settled(IMPORT_QUIET_S):
+        if not self.enabled or now - self.agent.t0 < TICK_AFTER_S:
             return
-        if now - self.agent.t0 < TICK_AFTER_S or not self._lock.acquire(blocking=False):
-            return
-        try:
-            self.evidence_left -= 1
-            self._due(None, now, force=True)
-        finally:
-            self._lock.release()
+        if self.imports.settled(IMPORT_QUIET_S):
+            self.look_now(None, now)
 
     def on_tick(self, now: float) -> None:
         """From the background thread, while no steps come: a program that never steps, or
