@@ -8,10 +8,13 @@ have steps, else per second.
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from memprobe.analysis.series import Array
 
 # scalar name -> (payload section, field[, sub-field])
 _PATHS: Dict[str, Tuple[str, ...]] = {
@@ -354,19 +357,19 @@ def build_profile(
     active: Optional[Iterable[str]] = None,
     lengths: Optional[Lengths] = None,
     settled: Optional[Iterable[str]] = None,
-    clock: Optional[Sequence[Tuple[float, float]]] = None,
+    clock: Optional[Tuple[Array, Array]] = None,
 ) -> Profile:
     """Profile of one process from its census list (``Process.census``); ``active``: the
     holders whose length series grows, when the verdicts are known; ``lengths``: their
     dense length series' ends (the length now, not at the last census); ``clock``: the
-    process' (t, step) pairs (see ``step_clock_pairs``), which place the censuses taken
+    process' step clock (see ``series.step_clock``), which places the censuses taken
     while a stepping program paused between its steps (an evaluation between epochs)
     on the step axis, just after the step before them."""
     full = [c for c in census if isinstance(c, dict) and isinstance(c.get("types"), dict)]
     stepped = [c for c in full if isinstance(c.get("step"), int)]
     axis_step = len(stepped) >= 2
     if axis_step:
-        entries, xs = _on_steps(full, clock or [])
+        entries, xs = _on_steps(full, clock)
     else:
         entries, xs = full, [_num(c.get("t")) or 0.0 for c in full]
     windows = [
@@ -388,33 +391,14 @@ def build_profile(
     )
 
 
-def step_clock_pairs(series: Dict[str, Any]) -> List[Tuple[float, float]]:
-    """(t, step) of the process' step-tagged samples, by time (from ``rss_bytes``, the
-    densest, else any series that has steps)."""
-    names = ["rss_bytes"] + sorted(series)
-    for name in names:
-        s = series.get(name)
-        if s is None:
-            continue
-        pairs = [
-            (float(t), float(st))
-            for t, st in zip(getattr(s, "t", []), getattr(s, "step", []))
-            if isinstance(t, (int, float)) and isinstance(st, int)
-        ]
-        if len(pairs) >= 2:
-            return sorted(pairs)
-    return []
-
-
 def _on_steps(
-    full: List[Dict[str, Any]], clock: Sequence[Tuple[float, float]]
+    full: List[Dict[str, Any]], clock: Optional[Tuple[Array, Array]]
 ) -> Tuple[List[Dict[str, Any]], List[float]]:
     """The step-tagged censuses at their steps, and those taken without a step while the
     program was between two of its steps at ``step + 0.5`` (a hundredth more for each
     further one in the same pause). Censuses after the last step are left out: that
     phase is judged on seconds (phases.py)."""
-    last_t = clock[-1][0] if clock else float("-inf")
-    times = [t for t, _ in clock]
+    times, steps = clock if clock is not None and len(clock[0]) else (None, None)
     entries: List[Dict[str, Any]] = []
     xs: List[float] = []
     for c in full:
@@ -423,9 +407,9 @@ def _on_steps(
             x = float(step)
         else:
             t = _num(c.get("t"))
-            if t is None or not clock or t < clock[0][0] or t >= last_t:
+            if t is None or times is None or steps is None or not times[0] <= t < times[-1]:
                 continue
-            x = clock[bisect.bisect_right(times, t) - 1][1] + 0.5
+            x = float(steps[int(np.searchsorted(times, t, side="right")) - 1]) + 0.5
         if xs and x <= xs[-1]:
             if isinstance(step, int):
                 continue  # out of order: keep the axis increasing

@@ -22,7 +22,6 @@ from memprobe.analysis.census import (
     Profile,
     build_profile,
     series_lengths,
-    step_clock_pairs,
 )
 from memprobe.analysis.hints import (
     HINT_CARRIED,
@@ -40,6 +39,7 @@ from memprobe.analysis.hints import (
 )
 from memprobe.analysis.holderline import grow_line
 from memprobe.analysis.phases import census_after_steps
+from memprobe.analysis.series import step_clock
 from memprobe.analysis.wording import fmt_bytes
 from memprobe.record import Culprit as RecordCulprit
 from memprobe.record import Evidence, Finding, Process, RunRecord
@@ -99,7 +99,7 @@ def attribute(
             >= 2
         )
         lengths = series_lengths(proc.series, stepped)
-        clock = step_clock_pairs(proc.series) if stepped else None
+        clock = step_clock(proc.series) if stepped else None
         profiles[proc.pid] = build_profile(proc.census, active, lengths, settled, clock)
         tail = census_after_steps(proc) if stepped else None
         if tail is not None:
