@@ -310,6 +310,7 @@ class FakeAgent:
         self.steps = 0
         self.messages: List[Dict[str, Any]] = []
         self.live = cheap.LiveCounts()
+        self.rss = cheap.RssReader()
         self.interrupts = Interrupts()
 
     def emit(self, message: Dict[str, Any]) -> None:
@@ -612,6 +613,35 @@ def test_a_look_on_evidence_when_heavy_objects_pile_up_between_censuses() -> Non
     exp.evidence_left = 0
     assert not exp.wants_look({"modules:count": 40}, now)
     assert expensive.EVIDENCE_LOOKS >= 1
+
+
+def test_a_look_on_evidence_when_memory_climbs_while_no_count_moves() -> None:
+    from memprobe.bootstrap.memprobe_agent import wire
+    from memprobe.bootstrap.memprobe_agent.expensive import Expensive
+
+    # GIVEN the agent's scheduler past its fixed-step looks, after a census: a running sum
+    # kept with its graph is one tensor whose chain grows, so no count moves between looks
+    agent = FakeAgent()
+    exp = Expensive(agent)
+    exp.forced_left = 0
+    exp._census(100, time.monotonic(), None)
+    counts = dict(exp.prev_v)
+    base = exp.rss_before
+    assert isinstance(base, int) and base > 0  # the RSS the census began at
+    now = time.monotonic()
+    exp.last = (now - 10.0, 100)
+    mib = 1 << 20
+    # THEN memory a few MB up is no evidence, nor 128 MiB more on a 1 GiB process
+    assert not exp.wants_look({**counts, wire.RSS: base + 16 * mib}, now)
+    exp.rss_before = 1 << 30
+    assert not exp.wants_look({**counts, wire.RSS: (1 << 30) + 128 * mib}, now)
+    # BUT memory up by a quarter and by 64 MiB is: a look at the next step boundary
+    assert exp.wants_look({**counts, wire.RSS: (1 << 30) + (1 << 28)}, now)
+    exp.rss_before = base
+    assert exp.wants_look({**counts, wire.RSS: base + max(64 * mib, base // 4)}, now)
+    # AND not before EVIDENCE_GAP_S after the census
+    exp.last = (now - 1.0, 100)
+    assert not exp.wants_look({**counts, wire.RSS: 4 * base}, now)
 
 
 def test_a_look_on_evidence_in_a_program_without_steps() -> None:
