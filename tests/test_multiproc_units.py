@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import os
 import subprocess
 import sys
 import time
@@ -433,3 +434,25 @@ def test_tree_sampler_sees_non_python_children_and_skips_zombies(tmp_path: Path)
     ppid, values = seen[sleep_pid]
     assert ppid == root.pid
     assert values["rss_bytes"] > 0 and {"uss_bytes", "pss_bytes"} <= set(values)
+
+
+def test_uss_reads_are_spaced_by_what_the_walk_costs_the_process() -> None:
+    from memprobe.launch import procs
+
+    # GIVEN the sampler of a process whose USS/PSS read (a walk of its page tables, holding
+    # its memory-map lock) costs 16 ms, as a 470 MiB Lightning run's did, and of a small one
+    sampler = TreeSampler(os.getpid())
+    pid, now = os.getpid(), time.monotonic()
+    sampler._first_seen[pid] = now - 60.0
+    sampler._full_cost[pid] = 0.016
+    # THEN the big one is read only as often as keeps the walks under TARGET_SHARE of its
+    # time (every 0.8 s, not the usual 0.5 s), twice as often in its first seconds
+    assert sampler.full_interval(pid, 1, now) == pytest.approx(0.016 / procs.TARGET_SHARE)
+    assert sampler.full_interval(pid, 1, now) > procs.USS_EVERY_S
+    sampler._first_seen[pid] = now
+    assert sampler.full_interval(pid, 1, now) == pytest.approx(0.008 / procs.TARGET_SHARE)
+    # AND a cheap read keeps the usual pace: every USS_EVERY_S, half that early on
+    sampler._full_cost[pid] = 0.001
+    assert sampler.full_interval(pid, 1, now) == pytest.approx(procs.USS_EVERY_S / 2)
+    sampler._first_seen[pid] = now - 60.0
+    assert sampler.full_interval(pid, 1, now) == pytest.approx(procs.USS_EVERY_S)
