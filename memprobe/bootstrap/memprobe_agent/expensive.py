@@ -388,6 +388,10 @@ class Expensive:
     def _census(self, step: Optional[int], now: float, tm_result: Optional[Dict[str, Any]]) -> None:
         if self.stopping():
             return  # the process is exiting: touch nothing of the target's any more
+        # before the threads are checked: the read lets go of the GIL, and from the check to
+        # gc.get_objects() no other thread may run (it could start filling a tuple)
+        reader = getattr(self.agent, "rss", None)
+        rss_before = reader.read() if reader is not None else None
         agent_thread = getattr(self.agent, "thread_ident", None)
         if threadsafe.others_mid_iteration((threading.get_ident(), agent_thread)):
             # another thread may be filling a tuple the census would hold: try again shortly
@@ -401,14 +405,13 @@ class Expensive:
             self.census_due = time.monotonic() + 0.05
             return
         t0 = time.perf_counter()
-        reader = getattr(self.agent, "rss", None)
-        self.rss_before = reader.read() if reader is not None else None
         if step is not None and not self.based:
             # growth is measured from the first census at a step boundary: what the imports
             # and the set-up built before it is not a leak
             self.based = True
             self.prev_counts, self.tracker = {}, ContainerTracker()
             self.watched_types.clear()
+        self.rss_before = rss_before
         holder_deadline = time.perf_counter() + self.deadline_s / 2
         res = census.take(
             self.max_objects,
