@@ -440,7 +440,7 @@ def test_uss_reads_are_spaced_by_what_the_walk_costs_the_process() -> None:
     from memprobe.launch import procs
 
     # GIVEN the sampler of a process whose USS/PSS read (a walk of its page tables, holding
-    # its memory-map lock) costs 16 ms, as a 470 MiB Lightning run's did, and of a small one
+    # its memory-map lock) costs 16 ms, as a 470 MiB Lightning run's did
     sampler = TreeSampler(os.getpid())
     pid, now = os.getpid(), time.monotonic()
     sampler._first_seen[pid] = now - 60.0
@@ -451,6 +451,9 @@ def test_uss_reads_are_spaced_by_what_the_walk_costs_the_process() -> None:
     assert sampler.full_interval(pid, 1, now) > procs.USS_EVERY_S
     sampler._first_seen[pid] = now
     assert sampler.full_interval(pid, 1, now) == pytest.approx(0.008 / procs.TARGET_SHARE)
+    # AND in a tree of processes (a forked worker and its parent, whose pages turn
+    # private) the same read keeps the usual pace
+    assert sampler.full_interval(pid, 2, now) == pytest.approx(procs.USS_EVERY_S / 2)
     # AND a cheap read keeps the usual pace: every USS_EVERY_S, half that early on
     sampler._full_cost[pid] = 0.001
     assert sampler.full_interval(pid, 1, now) == pytest.approx(procs.USS_EVERY_S / 2)

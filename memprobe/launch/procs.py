@@ -29,7 +29,10 @@ FULL_BUDGET = 0.15
 # side by side: 1.000-1.056). So a process is also read no more often than keeps the walks
 # under TARGET_SHARE of its time: 16 ms a read, every 0.8 s (0.4 s early). Not less: the
 # corpus records' USS/PSS thinned as 1 % would space them turned two correct scripts from
-# no_leak to inconclusive (busy); thinned as 2 %, one, by one point of 48.
+# no_leak to inconclusive (busy); thinned as 2 %, one, by one point of 48. Only while the
+# process is alone: in a tree of processes (forked DataLoader workers and their parent) USS
+# and PSS are what show pages turning private, and they keep their pace (spaced out there, a
+# parent whose workers un-shared its pages was judged to leak, in one full-suite run).
 TARGET_SHARE = 0.02
 # a process' first seconds are read twice as often (still within the budgets): a short run
 # or a worker that lives a dozen seconds gets enough points to judge
@@ -98,13 +101,14 @@ class TreeSampler:
 
     def full_interval(self, pid: int, n_procs: int, now: Optional[float] = None) -> float:
         """Seconds between two USS/PSS reads of one process: the tree's reads together
-        stay under ``full_budget`` of a core, this process' under ``TARGET_SHARE`` of its
-        time; half the spacing in its first ``EARLY_S``."""
+        stay under ``full_budget`` of a core, a process alone's under ``TARGET_SHARE`` of
+        its time; half the spacing in its first ``EARLY_S``."""
         cost = self._full_cost.get(pid, 0.0)
         every, share = self.full_every_s, TARGET_SHARE
         if now is not None and now - self._first_seen.get(pid, float("-inf")) < EARLY_S:
             every, share = every / 2, share * 2
-        return max(every, n_procs * cost / self.full_budget, cost / share)
+        alone = cost / share if n_procs == 1 else 0.0
+        return max(every, n_procs * cost / self.full_budget, alone)
 
     def _sample_one(self, proc: psutil.Process, n_procs: int) -> Optional[Sample]:
         now = time.monotonic()
