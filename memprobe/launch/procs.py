@@ -25,17 +25,21 @@ USS_EVERY_S = 0.5
 FULL_BUDGET = 0.15
 # The walk holds the process' memory-map lock: meanwhile it can map or unmap no memory, which
 # its allocator does all the time. A Lightning run (470 MiB, 16 ms a read) read 4 times a
-# second ran 1.046x as long as a plain run beside it (1.044-1.055, 3 rounds; two plain runs
-# side by side: 1.000-1.056). So a process is also read no more often than keeps the walks
-# under TARGET_SHARE of its time: 16 ms a read, every 0.8 s (0.4 s early). Not less: the
-# corpus records' USS/PSS thinned as 1 % would space them turned two correct scripts from
-# no_leak to inconclusive (busy); thinned as 2 %, one, by one point of 48. Only while the
-# process is alone: in a tree of processes (forked DataLoader workers and their parent) USS
-# and PSS are what show pages turning private, and they keep their pace (spaced out there, a
+# second by another process ran 1.046x as long as a plain run beside it (1.044-1.055, 3
+# rounds; two plain runs side by side: 1.000-1.056). So a process alone is also read no more
+# often than keeps the walks under TARGET_SHARE of its time: 16 ms a read, every 0.8 s.
+# (The outside samples come every OUTSIDE_EVERY_S, 0.5 s, so a process was in fact read about
+# 1.6 times a second, and "twice as often early" below does not happen. The Lightning run's
+# reads went from 1.6 to 1.0-1.2 a second: 6-10 ms of lock a second less, a saving under
+# the noise of a wall-time comparison on this machine.) Not less than 2 %: the corpus
+# records' USS/PSS thinned as 1 % would space them turned two correct scripts from no_leak
+# to inconclusive (busy). Not in a tree of processes (forked DataLoader workers and their
+# parent): there USS and PSS show pages turning private and keep their pace (spaced out, a
 # parent whose workers un-shared its pages was judged to leak, in one full-suite run).
 TARGET_SHARE = 0.02
-# a process' first seconds are read twice as often (still within the budgets): a short run
-# or a worker that lives a dozen seconds gets enough points to judge
+# a process' first seconds may be read twice as often (still within the budgets), so that a
+# short run or a worker that lives a dozen seconds gets enough points to judge; the outside
+# samples' pace (OUTSIDE_EVERY_S) caps that today, see above
 EARLY_S = 20.0
 
 Sample = Tuple[int, Optional[int], Dict[str, float]]
