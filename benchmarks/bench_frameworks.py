@@ -9,7 +9,9 @@ and of its fixed twin in every round, the holder named, and the wall-time ratio.
 
 Besides wall time it reports CPU time (user + system of memprobe, the target and their
 children, from ``wait4``): on a machine others share, wall time moves
-with their load, CPU time far less.
+with their load, CPU time far less. "target's CPU" is the target process alone, as its agent
+read it at exit, against the plain run's: what memprobe costs inside the program, without
+its own parent's CPU.
 
 The frameworks are not memprobe's dependencies: run it with an interpreter that has them
 (``pip install -e '.[frameworks]'``); a framework that is missing is reported and skipped.
@@ -53,6 +55,7 @@ class Outcome:
     wall_s: float = 0.0
     cpu_s: float = 0.0
     agent_share: Optional[float] = None  # the agent's own CPU, % of one core over the run
+    target_cpu: Optional[float] = None  # the target process' own CPU, from its agent at exit
 
 
 @dataclass
@@ -78,6 +81,19 @@ def _agent_share(record: Dict[str, object]) -> Optional[float]:
     for e in events if isinstance(events, list) else []:
         if isinstance(e, dict) and e.get("kind") == "agent_cost":
             found = re.search(r"\(([\d.]+) % of one core\)", str(e.get("message", "")))
+            if found:
+                return float(found.group(1))
+    return None
+
+
+def _target_cpu(record: Dict[str, object]) -> Optional[float]:
+    """The main process' CPU seconds as its agent read them at exit (``agent_cost``): the
+    target alone, without memprobe's parent (it leaves out the interpreter's teardown after
+    that, which the plain run's ``wait4`` figure holds)."""
+    events = record.get("events")
+    for e in events if isinstance(events, list) else []:
+        if isinstance(e, dict) and e.get("kind") == "agent_cost":
+            found = re.search(r"the process used ([\d.]+) s of CPU", str(e.get("message", "")))
             if found:
                 return float(found.group(1))
     return None
@@ -148,6 +164,7 @@ def memprobe_done(child: Timed, out: Path) -> Outcome:
         wall_s=wall,
         cpu_s=cpu,
         agent_share=_agent_share(rec),
+        target_cpu=_target_cpu(rec),
     )
 
 
@@ -211,7 +228,7 @@ def bench(
 
 
 def _ratio(with_tool: Sequence[float], plain: Sequence[float]) -> str:
-    ratios = sorted(w / p for w, p in zip(with_tool, plain) if p > 0)
+    ratios = sorted(w / p for w, p in zip(with_tool, plain) if p > 0 and w > 0)
     if not ratios:
         return "-"
     return f"{statistics.median(ratios):.2f}× ({ratios[0]:.2f}–{ratios[-1]:.2f})"
@@ -236,6 +253,7 @@ def render(rows: List[Row], markdown: bool) -> str:
         "wall, fixed",
         "CPU, leaky",
         "CPU, fixed",
+        "target's CPU, fixed",
         "agent's own CPU, fixed",
         "plain, fixed",
     ]
@@ -256,6 +274,7 @@ def render(rows: List[Row], markdown: bool) -> str:
                 _ratio([o.wall_s for o in row.fixed], row.fixed_plain_s),
                 _ratio([o.cpu_s for o in row.leak], row.plain_cpu),
                 _ratio([o.cpu_s for o in row.fixed], row.fixed_plain_cpu),
+                _ratio([o.target_cpu or 0.0 for o in row.fixed], row.fixed_plain_cpu),
                 _shares([o.agent_share for o in row.fixed]),
                 f"{statistics.median(row.fixed_plain_s):.1f} s" if row.fixed_plain_s else "-",
             ]

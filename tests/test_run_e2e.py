@@ -164,6 +164,10 @@ def test_torch_loss_list_records_steps_and_growth(tmp_path: Path, schema: dict) 
     assert found, cost
     at_steps, own_thread, total, elapsed = map(float, found.groups())
     assert at_steps > 0 and abs(at_steps + own_thread - total) < 0.02 and total < elapsed
+    # AND the whole process' CPU, which holds the agent's own
+    process = re.search(r"the process used ([\d.]+) s of CPU in all", cost["message"])
+    assert process, cost
+    assert float(process.group(1)) >= total
 
 
 def test_default_output_name_and_message(tmp_path: Path) -> None:

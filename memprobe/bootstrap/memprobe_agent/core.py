@@ -134,11 +134,15 @@ class Agent:
         elapsed = self.now()
         own = self.step_cpu + self.thread_cpu
         share = 100.0 * own / elapsed if elapsed > 0 else 0.0
+        # the whole process' CPU so far (every thread, the start-up included): what a
+        # benchmark sets against the plain run's, without memprobe's parent in it
+        process = time.process_time()
         self.event(
             "agent_cost",
             f"memprobe's agent used {self.step_cpu:.2f} s of CPU at step boundaries "
             f"(samples and censuses) and {self.thread_cpu:.2f} s on its own thread: "
-            f"{own:.2f} s over {elapsed:.1f} s ({share:.1f} % of one core)",
+            f"{own:.2f} s over {elapsed:.1f} s ({share:.1f} % of one core); "
+            f"the process used {process:.2f} s of CPU in all",
         )
 
     # -- writing ---------------------------------------------------------------------------
