@@ -95,7 +95,7 @@ _EVIDENCE_COUNTS = (
 # bytes and this share since the last census asks for a look the same way. Over the idle
 # and busy corpus records (135 scripts each), a rise like that after a census came in 27 and
 # 30 leaking scripts and in one correct one (busy: a preload that ran past the first
-# census); the 32 scripts run again with it kept every verdict and holder.
+# census); the 32 scripts run again with it (idle) kept every verdict and a recognised holder.
 _EVIDENCE_RSS = (64 * 1024 * 1024, 0.25)
 BELOW_DEPTH = 4  # levels looked down from a carried root for another carried root
 BELOW_NODES = 64
