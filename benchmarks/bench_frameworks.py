@@ -73,30 +73,24 @@ def _env() -> Dict[str, str]:
     return {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
 
 
-def _agent_share(record: Dict[str, object]) -> Optional[float]:
-    """The main process' ``agent_cost`` event: the CPU the agent measured itself using, as a
-    share of one core over the run (a figure the machine's load moves far less than a
-    comparison of two runs)."""
+def _agent_cost(record: Dict[str, object], pattern: str) -> Optional[float]:
+    """A figure of the main process' ``agent_cost`` event (what its agent measured at
+    exit), the first group of ``pattern`` in its message."""
     events = record.get("events")
     for e in events if isinstance(events, list) else []:
         if isinstance(e, dict) and e.get("kind") == "agent_cost":
-            found = re.search(r"\(([\d.]+) % of one core\)", str(e.get("message", "")))
+            found = re.search(pattern, str(e.get("message", "")))
             if found:
                 return float(found.group(1))
     return None
 
 
-def _target_cpu(record: Dict[str, object]) -> Optional[float]:
-    """The main process' CPU seconds as its agent read them at exit (``agent_cost``): the
-    target alone, without memprobe's parent (it leaves out the interpreter's teardown after
-    that, which the plain run's ``wait4`` figure holds)."""
-    events = record.get("events")
-    for e in events if isinstance(events, list) else []:
-        if isinstance(e, dict) and e.get("kind") == "agent_cost":
-            found = re.search(r"the process used ([\d.]+) s of CPU", str(e.get("message", "")))
-            if found:
-                return float(found.group(1))
-    return None
+# the CPU the agent measured itself using, as a share of one core over the run (a figure
+# the machine's load moves far less than a comparison of two runs)
+AGENT_SHARE = r"\(([\d.]+) % of one core\)"
+# the main process' CPU seconds at exit: the target alone, without memprobe's parent (it
+# leaves out the interpreter's teardown after that, which the plain run's ``wait4`` holds)
+TARGET_CPU = r"the process used ([\d.]+) s of CPU"
 
 
 def _counted(stdout: str) -> Optional[int]:
@@ -163,8 +157,8 @@ def memprobe_done(child: Timed, out: Path) -> Outcome:
         line=str(culprit.get("location") or ""),
         wall_s=wall,
         cpu_s=cpu,
-        agent_share=_agent_share(rec),
-        target_cpu=_target_cpu(rec),
+        agent_share=_agent_cost(rec, AGENT_SHARE),
+        target_cpu=_agent_cost(rec, TARGET_CPU),
     )
 
 
@@ -227,8 +221,8 @@ def bench(
     return rows, missing
 
 
-def _ratio(with_tool: Sequence[float], plain: Sequence[float]) -> str:
-    ratios = sorted(w / p for w, p in zip(with_tool, plain) if p > 0 and w > 0)
+def _ratio(with_tool: Sequence[Optional[float]], plain: Sequence[float]) -> str:
+    ratios = sorted(w / p for w, p in zip(with_tool, plain) if w is not None and p > 0)
     if not ratios:
         return "-"
     return f"{statistics.median(ratios):.2f}× ({ratios[0]:.2f}–{ratios[-1]:.2f})"
@@ -274,7 +268,7 @@ def render(rows: List[Row], markdown: bool) -> str:
                 _ratio([o.wall_s for o in row.fixed], row.fixed_plain_s),
                 _ratio([o.cpu_s for o in row.leak], row.plain_cpu),
                 _ratio([o.cpu_s for o in row.fixed], row.fixed_plain_cpu),
-                _ratio([o.target_cpu or 0.0 for o in row.fixed], row.fixed_plain_cpu),
+                _ratio([o.target_cpu for o in row.fixed], row.fixed_plain_cpu),
                 _shares([o.agent_share for o in row.fixed]),
                 f"{statistics.median(row.fixed_plain_s):.1f} s" if row.fixed_plain_s else "-",
             ]
