@@ -237,9 +237,7 @@ class Expensive:
         """A look on evidence (see ``wants_look``) from the background thread, while no
         steps come: a program without steps (an RNN chain built in a loop, an evaluation
         script) whose first looks fell in its imports, before anything piled up."""
-        if not self.enabled or now - self.agent.t0 < TICK_AFTER_S:
-            return
-        if self.imports.settled(IMPORT_QUIET_S):
+        if self.enabled and self._program_begun(now):
             self.look_now(None, now)
 
     def on_tick(self, now: float) -> None:
@@ -251,7 +249,7 @@ class Expensive:
             self._on_stall(now)
             return
         # from this thread the main one runs alongside: not while it is still importing
-        if now - self.agent.t0 < TICK_AFTER_S or not self.imports.settled(IMPORT_QUIET_S):
+        if not self._program_begun(now):
             return
         if not self._lock.acquire(blocking=False):
             return
@@ -269,6 +267,11 @@ class Expensive:
                 self.tick_forced_at = now + TICK_SECOND_S * 2 ** max(0, self.seq - 1)
         finally:
             self._lock.release()
+
+    def _program_begun(self, now: float) -> bool:
+        """Past the process' first ``TICK_AFTER_S`` and no module imported for
+        ``IMPORT_QUIET_S``: the program's own work has begun (see ``IMPORT_QUIET_S``)."""
+        return now - self.agent.t0 >= TICK_AFTER_S and self.imports.settled(IMPORT_QUIET_S)
 
     def stall_due(self, now: float) -> bool:
         """A forced look of a phase without steps is due (whatever ``next_due`` says)."""
