@@ -304,6 +304,25 @@ def test_worker_rss_leak_is_not_blamed_on_copy_on_access() -> None:
     assert all("13246" not in (f.fix_hint or "") for f in a.findings)
 
 
+def test_parent_uss_rising_as_its_forked_workers_copy_pages_is_not_its_leak() -> None:
+    # GIVEN a main process with flat RSS whose USS climbs, beside a forked worker of its
+    rng = np.random.default_rng(5)
+    flat_rss = 7e8 + rng.normal(0.0, 2e4, STEPS.size)
+    record = _record({"uss_bytes": 3e8 + 5e5 * STEPS, "rss_bytes": flat_rss})
+    worker = replace(record.processes[0], pid=43, parent_pid=42, role="worker")
+    alone = analyze(record)
+    with_worker = analyze(replace(record, processes=[record.processes[0], worker]))
+    # WHEN analysed THEN alone its USS is a leak; beside the worker it forked, the pages
+    # turning private to it are no finding of its own, and say why
+    assert alone.verdict == "leak"
+    assert all(f.pid != 42 for f in with_worker.findings)
+    assert "forked children" in with_worker.signals["42"]["uss_bytes"].reason
+    # AND RSS that climbs with it is still the parent's leak
+    leaking = _record({"uss_bytes": 3e8 + 5e5 * STEPS, "rss_bytes": 7e8 + 5e5 * STEPS})
+    both = analyze(replace(leaking, processes=[leaking.processes[0], worker]))
+    assert any(f.pid == 42 for f in both.findings)
+
+
 def test_time_axis_without_steps() -> None:
     # GIVEN a program without steps whose RSS grows 100 KiB/s, sampled every 0.5 s
     t = np.arange(0.0, 60.0, 0.5)

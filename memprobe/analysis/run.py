@@ -244,12 +244,15 @@ def analyze(record: RunRecord, options: DetectOptions = DEFAULT_OPTIONS) -> Anal
     findings: List[Finding] = []
     signals: Signals = {}
     all_verdicts: Dict[Tuple[int, str], SignalVerdict] = {}
+    forked = {p.pid for p in record.processes if p.role in ("worker", "child")}
+    fork_parents = {p.parent_pid for p in record.processes if p.pid in forked}
     for proc in record.processes:
         verdicts = judge_process(proc, options, n_tests)
+        if proc.pid in fork_parents:
+            verdicts = shared_turned_private(verdicts)
         signals[str(proc.pid)] = {name: v.summary() for name, v in verdicts.items()}
         all_verdicts.update({(proc.pid, name): v for name, v in verdicts.items()})
         findings.extend(_process_findings(proc, verdicts, record))
-    forked = {p.pid for p in record.processes if p.role in ("worker", "child")}
     verdict = run_verdict(_deciding(all_verdicts, forked), options.min_points)
     findings.sort(key=_finding_order)
     return Analysis(
@@ -259,6 +262,32 @@ def analyze(record: RunRecord, options: DetectOptions = DEFAULT_OPTIONS) -> Anal
         headline=headline(verdict, findings),
         verdicts=all_verdicts,
     )
+
+
+def shared_turned_private(verdicts: Dict[str, SignalVerdict]) -> Dict[str, SignalVerdict]:
+    """USS/PSS of a process whose forked children the run saw, where its RSS is judged
+    no leak: what grows there is pages it shares with them turning private to it as the
+    children copy them (a DataLoader worker touching the parent's dataset makes its own copy
+    of the page, and the parent's stays behind, now its alone). RSS counts shared and private
+    pages alike, so new memory of its own would show there; the copies are the workers'
+    finding (pytorch/pytorch#13246), not the parent's. Reported as inconclusive."""
+    rss = verdicts.get("rss_bytes")
+    if rss is None or rss.verdict != NO_LEAK:
+        return verdicts
+    out = dict(verdicts)
+    for name in ("uss_bytes", "pss_bytes"):
+        v = verdicts.get(name)
+        if v is not None and v.verdict == LEAK:
+            out[name] = replace(
+                v,
+                verdict=INCONCLUSIVE,
+                growing=False,
+                substantial=False,
+                reason=v.reason + ", with RSS flat: pages shared with its forked children "
+                "turning private to it as they copy them",
+                needed=None,
+            )
+    return out
 
 
 def _process_findings(
@@ -322,4 +351,5 @@ __all__ = [
     "judge_process",
     "process_axis",
     "run_verdict",
+    "shared_turned_private",
 ]
