@@ -352,6 +352,37 @@ def test_censuses_at_fixed_steps_then_on_the_budget() -> None:
         assert key in last
 
 
+def test_looks_before_the_first_step_count_against_the_fixed_step_looks() -> None:
+    from memprobe.bootstrap.memprobe_agent.expensive import Expensive
+
+    def fixed_step_looks(pre_step_censuses: int) -> List[int]:
+        # GIVEN a framework's heap where a census costs 0.3 s, and the looks taken on the
+        # budget while it set up, before its first step
+        agent = FakeAgent()
+        exp = Expensive(agent)
+        taken: List[int] = []
+
+        def census(step: Any, now: float, extra: Any) -> None:
+            taken.append(step)
+            exp.budget.charge("census", 0.3, now)
+
+        exp._census = census  # type: ignore[method-assign]
+        for _ in range(pre_step_censuses):
+            exp.budget.charge("census", 0.3, time.monotonic())
+        # WHEN it steps 500 times
+        for step in range(1, 500):
+            agent.steps = step
+            now = time.monotonic()
+            if now >= exp.next_due:
+                exp.on_step(step, now)
+        return [s for s in taken if s in (5, 25, 100, 400)]
+
+    # THEN with nothing looked at before, the looks at 100 and 400 come while all cost
+    # under FORCED_MAX_S; after two looks during the set-up, only the two always taken
+    assert fixed_step_looks(0) == [5, 25, 100, 400]
+    assert fixed_step_looks(2) == [5, 25]
+
+
 def test_a_census_on_a_huge_heap_is_bounded_and_says_so() -> None:
     from memprobe.bootstrap.memprobe_agent.expensive import Expensive
 
