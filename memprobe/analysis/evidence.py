@@ -9,10 +9,11 @@ only over a long enough window. Each rule turns a leak it cannot back into incon
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Dict
+from typing import AbstractSet, Callable, Dict
 
 from memprobe.analysis.series import BLOCKS, family_of
 from memprobe.analysis.verdict import INCONCLUSIVE, LEAK, SignalVerdict
+from memprobe.analysis.wording import fmt_rate
 
 # families whose leak verdict can make the run's verdict "leak"
 COUNTED = ("memory", "object", "heap")
@@ -168,3 +169,54 @@ def _backs(name: str, other: str, v: SignalVerdict) -> bool:
             name == BLOCKS and v.substantial and v.axis == "step" and v.n >= DENSE_MEMORY
         )
     return v.family == "object" or other == BLOCKS
+
+
+def slow_container_with_memory(
+    verdicts: Dict[str, SignalVerdict],
+    rejudge: Callable[[str], SignalVerdict],
+    bounded: AbstractSet[str] = frozenset(),
+) -> Dict[str, SignalVerdict]:
+    """A watched container that keeps growing, slower than a Python-heap count must to
+    count on its own (``min_heap_count_per_step``: one exception kept every third step of a
+    retry loop), while the process' memory climbs by what counts, too unevenly to be clear
+    of its noise or only steadily over a short window: two measurements of one leak. A
+    container's length is exact (no cyclic garbage moves it), so it is judged again at the
+    rate that counts for objects (``rejudge``); when that finds it growing clear of its
+    noise, the container leaks and the memory with it. Memory that merely wanders, a
+    container that stopped, or one with a bound (``bounded``: the holders of
+    ``deque(maxlen=N)``, filling up) back nothing."""
+    climbing = [
+        n
+        for n, v in verdicts.items()
+        if v.family == "memory"
+        and ((v.verdict == INCONCLUSIVE and v.substantial) or (v.verdict == LEAK and v.steady))
+    ]
+    if not climbing:
+        return verdicts
+    out = dict(verdicts)
+    for name, v in verdicts.items():
+        if not (name.startswith("container:") and name.endswith(":len")):
+            continue
+        if v.verdict == LEAK or v.ci_low <= 0 or name[len("container:") : -len(":len")] in bounded:
+            continue
+        again = rejudge(name)
+        if again.verdict != LEAK:
+            continue
+        memory = ", ".join(n.split("_")[0].upper() for n in climbing)
+        out[name] = replace(again, reason=f"{again.reason}, and {memory} grows with it")
+        for m in climbing:
+            if verdicts[m].verdict == LEAK:
+                continue  # a steady rise: the container backs it (see steady_needs_backing)
+            out[m] = replace(
+                verdicts[m],
+                verdict=LEAK,
+                growing=True,
+                confidence=again.confidence,
+                reason=f"grows {_rate(verdicts[m])} with a container that keeps growing",
+                needed=None,
+            )
+    return out
+
+
+def _rate(v: SignalVerdict) -> str:
+    return fmt_rate(v.unit, "steps" if v.axis == "step" else "seconds")(v.slope)

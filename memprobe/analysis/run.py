@@ -35,6 +35,7 @@ from memprobe.analysis.evidence import (
     accumulates,
     corroborate,
     counts_items,
+    slow_container_with_memory,
     steady_needs_backing,
 )
 from memprobe.analysis.findings import fragmentation_finding, leak_finding
@@ -153,6 +154,10 @@ def judge_process(
         for name in prepared:
             if not counts_items(name) and out[name].verdict == INCONCLUSIVE:
                 out[name] = judge(name, memory)
+    # a container's length at the rate that counts for objects (see the function)
+    exact = replace(options, min_heap_count_per_step=options.min_count_per_step)
+    deques = {holder for holder, _, _ in bounds.values()}
+    out = slow_container_with_memory(out, lambda name: judge(name, exact), deques)
     filling = any(length < maxlen for _, length, maxlen in bounds.values())
     if climb > 0 and not filling:
         out = backed_by_tensor_bytes(out, climb, options)
