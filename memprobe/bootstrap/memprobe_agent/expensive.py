@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from . import census, containers, graphs, roots, sizes, threadsafe, wire
+from . import carried, census, graphs, roots, threadsafe, wire
 from .budget import Budget
 from .containers import ContainerTracker
 from .tmwindow import TraceWindow
@@ -100,8 +100,6 @@ _EVIDENCE_COUNTS = (
 # 30 leaking scripts and in one correct one (busy: a preload that ran past the first
 # census); the 32 scripts run again with it (idle) kept every verdict and a recognised holder.
 _EVIDENCE_RSS = (64 * 1024 * 1024, 0.25)
-BELOW_DEPTH = 4  # levels looked down from a carried root for another carried root
-BELOW_NODES = 64
 
 
 # Frame objects are made on demand by anything that looks at a stack (the agent's own
@@ -171,9 +169,7 @@ class Expensive:
         self.prev_v: Dict[str, float] = {}
         self.rss_before: Optional[int] = None  # RSS when the last census began
         self.said: Set[Any] = set()
-        # graph roots seen behind named tensors at the last census: holder -> (id of the
-        # root's wrapper, its sequence number, its type name); ints and strings only
-        self.roots_seen: Dict[str, Any] = {}
+        self.graph_holders = carried.GraphHolders(SUSPICIOUS_DELTA)  # graphs carried across steps
         # the first census that sees graph-holding tensors asks for one more soon: whether
         # a graph is carried across steps takes two looks (see _carried)
         self.look_again = False
@@ -184,7 +180,6 @@ class Expensive:
         self.stall_forced_left = STALL_FORCED_RUN
         self.stall_look_at = float("inf")
         self.had_graphs = False
-        self.kept: Dict[str, int] = {}  # holder -> censuses in a row its old root outlived
         self.evidence_left = EVIDENCE_LOOKS
         self._lock = threading.Lock()
         self.next_due = 0.0 if self.enabled else float("inf")
@@ -439,7 +434,7 @@ class Expensive:
             return
         holder_deadline = time.perf_counter() + self.deadline_s / 4
         t_hold = time.perf_counter()
-        self._graph_holder(res, v, payload, holder_deadline)
+        self.graph_holders.name(res, v, self.prev_v, payload, holder_deadline)
         for obj in roots.untracked_containers(
             max(self.min_len, UNTRACKED_MIN_LEN), holder_deadline
         ):
@@ -499,93 +494,6 @@ class Expensive:
         self.census_due = self.budget.next_after(done, cost)
         pollable = self.tracker.pollable()
         self.poll_due = done + self.agent.pace(self.poll_s, done) if pollable else float("inf")
-
-    def _graph_holder(
-        self, res: Dict[str, Any], v: Dict[str, float], payload: Dict[str, Any], deadline: float
-    ) -> None:
-        """Name the tensors that hold graphs; say which graph is carried across steps.
-
-        Carried: the root node an earlier census saw behind a named tensor is still alive
-        at this one, so the old graph hangs below the new (``hidden`` never detached,
-        ``total += loss``); a step's own graph dies with its step. That costs one node
-        wrapper per named root per census, and no walk: it holds for chains of any length.
-
-        Sizes, when the largest graph grew and the walk was not cut short: of the named
-        tensors whose graph is at least half the largest, the one with the smallest graph
-        is the state carried across steps (the step's loss and outputs hang above it).
-        """
-        pairs = res.pop("graph_roots", None) or []
-        budget: graphs.WrapBudget = res.pop("wrap_budget")
-        wrappers: Dict[int, Any] = res.pop("wrappers", None) or {}
-        if "graphs" not in payload:
-            return
-        g = payload["graphs"]
-        now_named = self._named_graph_roots(budget, deadline)
-        carried = self._carried(now_named, wrappers)
-        del wrappers
-        if carried:
-            _mark_below(carried, {h: fn for fn, h in now_named}, budget, deadline)
-            g["carried"] = carried
-        del now_named
-        named = [(fn, holder) for fn, _, holder in pairs if holder is not None][:20]
-        del pairs
-        now_largest = v.get("graph:largest", 0)
-        grew = now_largest - self.prev_v.get("graph:largest", now_largest)
-        if grew < SUSPICIOUS_DELTA:
-            return
-        sizes = []
-        for fn, holder in named:
-            n = graphs.reach(fn, int(now_largest) * 2 + 10, deadline, budget)
-            if n is not None:
-                sizes.append((n, holder, type(fn).__name__))
-        del named
-        big = sorted(x for x in sizes if x[0] >= now_largest / 2)
-        if big:
-            g["largest_holder"] = big[0][1]
-            g["largest_holder_node"] = big[0][2]
-            g["holders"] = [{"holder": h, "nodes": n} for n, h, _ in big[:4]]
-
-    def _named_graph_roots(self, budget: graphs.WrapBudget, deadline: float) -> List[Any]:
-        """(root wrapper, holder) of the tensors holding a graph that the user's roots name
-        now (a wrapper each, from the budget)."""
-        tensor_types = containers.tensor_types()
-        if not tensor_types:
-            return []
-
-        def holds(value: Any) -> bool:
-            return type(value) in tensor_types and graphs.holds_graph(value)
-
-        out: List[Any] = []
-        with sizes.torch_function_off():
-            for holder, t in roots.find_matching(holds, deadline):
-                fn = t.grad_fn
-                if fn is not None and budget.admit(fn):
-                    out.append((fn, holder))
-        return out
-
-    def _carried(self, named: List[Any], wrappers: Dict[int, Any]) -> List[Dict[str, Any]]:
-        carried: List[Dict[str, Any]] = []
-        seen: Dict[str, Any] = {}
-        for fn, holder in named:
-            seen[holder] = (id(fn), _sequence_nr(fn), type(fn).__name__)
-            prev = self.roots_seen.get(holder)
-            if prev is None or prev[0] == id(fn):
-                continue  # first sight, or no step since
-            old = wrappers.get(prev[0])
-            alive = (
-                old is not None
-                and type(old).__name__ == prev[2]
-                and _sequence_nr(old) == prev[1]
-                and prev[1] is not None
-            )
-            kept = self.kept.get(holder, 0) + 1 if alive else 0
-            self.kept[holder] = kept
-            if kept:
-                carried.append({"holder": holder, "kept": kept, "node": type(fn).__name__})
-        self.roots_seen = seen
-        if len(self.kept) > 64:
-            self.kept = {h: k for h, k in self.kept.items() if h in seen}
-        return carried
 
     def _types(self, counts: Dict[str, int], v: Dict[str, float], payload: Dict[str, Any]) -> None:
         """``objects:<type>`` for the types that grow most (watched once seen: steady series);
@@ -695,49 +603,3 @@ def _grew_by(base: Any, now: Any, least: float, share: float) -> bool:
     if not isinstance(base, (int, float)) or not isinstance(now, (int, float)):
         return False
     return now - base >= max(least, share * base)
-
-
-def _sequence_nr(node: Any) -> Optional[int]:
-    """The node's creation number (a C method of every autograd node)."""
-    try:
-        n = node._sequence_nr()
-    except Exception:  # noqa: BLE001
-        return None
-    return n if isinstance(n, int) else None
-
-
-def _mark_below(
-    carried: List[Dict[str, Any]], roots_by_holder: Dict[str, Any], budget: Any, deadline: float
-) -> None:
-    """A carried holder whose current root hangs just below another carried holder's root
-    (``loss`` under ``total_loss += loss``) is marked ``below`` it: its old graphs are kept
-    by the other one. A few levels only, wrappers paid from the budget."""
-    if len(carried) < 2:
-        return
-    ids = {id(roots_by_holder[c["holder"]]): c["holder"] for c in carried}
-    for c in carried:
-        top = roots_by_holder[c["holder"]]
-        level, seen, found = [top], {id(top)}, None
-        for _ in range(BELOW_DEPTH):
-            nxt = []
-            for node in level:
-                try:
-                    pairs = node.next_functions
-                except Exception:  # noqa: BLE001
-                    continue
-                for pair in pairs:
-                    child = pair[0]
-                    if child is None or id(child) in seen or not budget.admit(child):
-                        continue
-                    seen.add(id(child))
-                    other = ids.get(id(child))
-                    if other is not None and other != c["holder"]:
-                        found = other
-                    nxt.append(child)
-            if len(seen) > BELOW_NODES or time.perf_counter() > deadline:
-                break
-            level = nxt
-        del level, nxt
-        if found is not None:
-            below = next(x for x in carried if x["holder"] == found)
-            below["below"] = c["holder"]

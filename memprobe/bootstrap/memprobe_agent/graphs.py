@@ -38,7 +38,7 @@ MAX_NODES = 200_000
 # Live autograd-node wrappers (anyone's) above which the agent creates no more. Measured
 # teardown cost: 100-200 bytes of native stack per wrapped node on a chain. Graph walks
 # stop at half of it: the rest is kept for reading each census' graph roots, one wrapper
-# per root, which tells a graph carried across steps (see expensive._graph_holders).
+# per root, which tells a graph carried across steps (see carried.py).
 MAX_LIVE_WRAPPERS = 2_000
 WALK_SHARE = 0.5
 
