@@ -202,7 +202,7 @@ def slow_container_with_memory(
         again = rejudge(name)
         if again.verdict != LEAK:
             continue
-        memory = ", ".join(n.split("_")[0].upper() for n in climbing)
+        memory = ", ".join(_MEMORY_LABELS.get(n, n) for n in climbing)
         out[name] = replace(again, reason=f"{again.reason}, and {memory} grows with it")
         for m in climbing:
             if verdicts[m].verdict == LEAK:
@@ -216,6 +216,9 @@ def slow_container_with_memory(
                 needed=None,
             )
     return out
+
+
+_MEMORY_LABELS = {"rss_bytes": "RSS", "uss_bytes": "USS", "pss_bytes": "PSS"}
 
 
 def _rate(v: SignalVerdict) -> str:

@@ -145,7 +145,8 @@ class Expensive:
         # plugin, whose few repetitions are all the run there is, asks for its own)
         self.force_steps = [int(s) for s in cfg.get("census_steps", [25, 100, 400])]
         self.forced_total = self.forced_left = 1 + len(self.force_steps)
-        # wall seconds the forced looks cost so far: all, before any step, in phases without
+        # wall seconds the forced looks cost so far before any step and in phases without
+        # steps (the fixed-step looks weigh every census so far: budget.spent["census"])
         self.tick_spent = self.stall_spent = 0.0  # TICK_FORCED_MAX_S, STALL_FORCED_MAX_S
         # watched containers followed by path: a few microseconds, at the cheap-sample pace
         self.poll_s = float(
@@ -171,7 +172,7 @@ class Expensive:
         self.said: Set[Any] = set()
         self.graph_holders = carried.GraphHolders(SUSPICIOUS_DELTA)  # graphs carried across steps
         # the first census that sees graph-holding tensors asks for one more soon: whether
-        # a graph is carried across steps takes two looks (see _carried)
+        # a graph is carried across steps takes two looks (see carried.py)
         self.look_again = False
         self.grew_before: Dict[str, bool] = {}  # what grew at the last census (see _grew)
         self.box_bytes: Dict[str, Tuple[float, int]] = {}  # holder -> (items' bytes, step)
