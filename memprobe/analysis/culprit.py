@@ -6,75 +6,44 @@ findings with ``culprit``, ``evidence`` and a pattern's fix hint out. The
 patterns are DESIGN.md's table: retained autograd graphs, state never
 detached, unbounded containers, models kept alive, figures never closed,
 NumPy temporaries kept. Non-leak findings pass through untouched.
+
+The tensor patterns (graphs retained or carried, a growing tensor, tensors kept) are in
+``culprit_tensors.py``; what a culprit is and how one is made, in ``culprit_make.py``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-import re
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple, cast
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from memprobe.analysis.census import (
-    SUM_NODES,
     Container,
     Profile,
     build_profile,
     series_lengths,
 )
+from memprobe.analysis.culprit_make import TENSOR, Culprit, evidence_of, make_culprit
+from memprobe.analysis.culprit_tensors import graph_culprit, growing_tensor, tensors_culprit
 from memprobe.analysis.hints import (
-    HINT_CARRIED,
     HINT_CONTAINER,
-    HINT_DETACH,
     HINT_FIGURE,
-    HINT_GROWING_TENSOR,
     HINT_HOOKS,
-    HINT_ITEM,
     HINT_LRU,
     HINT_MODULE,
-    HINT_NO_GRAD,
     HINT_NUMPY,
     HINT_OBJECTS,
 )
 from memprobe.analysis.holderline import grow_line
 from memprobe.analysis.phases import census_after_steps
 from memprobe.analysis.series import step_clock
-from memprobe.analysis.wording import fmt_bytes
-from memprobe.record import Culprit as RecordCulprit
 from memprobe.record import Evidence, Finding, Process, RunRecord
 
 __all__ = ["Culprit", "attribute", "culprit_for", "live_culprit", "watch_name"]
 
-# graph roots a loss or a reduction of one ends in: a kept loss, not a kept model output
-_LOSS_ROOT = re.compile(r"(Loss|Entropy|Mean|Sum|Div|Add|Sub|Mul|Neg|Pow|Exp|Log)Backward", re.I)
-
-TENSOR = "torch.Tensor"
 PYPLOT_FIGURES = "matplotlib.pyplot's open figures (Gcf.figs)"
 FIGURE = "matplotlib.figure.Figure"
 NDARRAY = "numpy.ndarray"
-
-
-@dataclass(frozen=True)
-class Culprit:
-    """What one finding is blamed on."""
-
-    type: Optional[str]
-    holder: Optional[str]
-    location: Optional[str]
-    holds_autograd_graph: bool
-    pattern: str
-    fix_hint: Optional[str]
-    sentence: str
-    evidence: Evidence = field(default_factory=lambda: Evidence())
-
-    def as_dict(self) -> RecordCulprit:
-        return {
-            "type": self.type,
-            "holder": self.holder,
-            "location": self.location,
-            "holds_autograd_graph": self.holds_autograd_graph,
-        }
 
 
 def attribute(
@@ -212,7 +181,7 @@ def culprit_for(signal: str, prof: Profile) -> Optional[Culprit]:
     if signal.startswith("objects:"):
         return _of_type(prof, signal[len("objects:") :])
     if signal.startswith(("tensors:", "graph:")):
-        return _graphs(prof) or _tensors(prof) or _primary(prof)
+        return graph_culprit(prof) or tensors_culprit(prof) or _primary(prof)
     if signal.startswith("modules:"):
         return _modules(prof) or _primary(prof)
     if signal.startswith("figures:"):
@@ -272,7 +241,7 @@ def _named_by_signal(signal: str, prof: Profile) -> Optional[Culprit]:
     if not signal.startswith("container:"):
         return None
     holder = signal[len("container:") :].rsplit(":", 1)[0]
-    return _make(
+    return make_culprit(
         prof,
         None,
         holder,
@@ -290,257 +259,18 @@ def _named_by_signal(signal: str, prof: Profile) -> Optional[Culprit]:
 
 def _primary(prof: Profile) -> Optional[Culprit]:
     """The process-wide culprit, for signals that say only that memory grows."""
-    for fn in (_graphs, _modules, _figures, _numpy):
+    for fn in (graph_culprit, _modules, _figures, _numpy):
         c = fn(prof)
         if c is not None:
             return c
     box = prof.top_container() or prof.filled_in_turn()
     if box is not None:
         return _container(prof, box)
-    grown = _growing_tensor(prof)
+    grown = growing_tensor(prof)
     if grown is not None:
         return grown
     top = prof.top_type()
     return _of_type(prof, top) if top is not None else None
-
-
-def _growing_tensor(prof: Profile) -> Optional[Culprit]:
-    """One tensor that gets longer census after census (the agent names its holder when it
-    grew): the tensor count stays flat while tensor bytes climb."""
-    sizes: List[Tuple[float, Dict[str, Any]]] = []
-    for entry in prof.entries:
-        tensors = entry.get("tensors") if isinstance(entry, dict) else None
-        info = tensors.get("largest") if isinstance(tensors, dict) else None
-        if isinstance(info, dict) and isinstance(info.get("bytes"), (int, float)):
-            sizes.append((float(info["bytes"]), info))
-    if len(sizes) >= 3 and sizes[-1][0] < 0.5 * sizes[-2][0]:
-        sizes = sizes[:-1]  # the program let it go at exit
-    named = [info["holder"] for _, info in sizes if isinstance(info.get("holder"), str)]
-    last = sizes[-3:]
-    rising = len(last) >= 3 and all(b[0] > a[0] for a, b in zip(last, last[1:]))
-    # censuses are few and far apart: the tensor may have overtaken a bigger one that was
-    # the largest before (a data tensor), so it shows as largest only lately; named at the
-    # last census, bigger than before, while all tensor storage climbed census after census
-    overtook = (
-        len(sizes) >= 2
-        and sizes[-1][0] > sizes[-2][0]
-        and isinstance(sizes[-1][1].get("holder"), str)
-        and _climbing(_total_tensor_bytes(prof))
-    )
-    if not named or not (rising or overtook):
-        return None
-    first, now = sizes[0][0], sizes[-1][0]
-    if now - first < MIN_GROWING_TENSOR_BYTES:
-        return None
-    shape = "×".join(str(n) for n in sizes[-1][1].get("shape") or []) or "?"
-    return _make(
-        prof,
-        TENSOR,
-        named[-1],
-        False,
-        "growing tensor",
-        HINT_GROWING_TENSOR,
-        f"`{named[-1]}` is one tensor that keeps growing: {fmt_bytes(first)} → "
-        f"{fmt_bytes(now)} ({shape} now) over {len(sizes)} censuses."
-        if rising
-        else f"`{named[-1]}` is one tensor that keeps growing: {fmt_bytes(now)} ({shape}) "
-        f"at the last census, while the tensors' storage grew at every census.",
-        _ev(container_bytes=now),
-        None,
-    )
-
-
-MIN_GROWING_TENSOR_BYTES = 4 * 2**20
-
-
-def _total_tensor_bytes(prof: Profile) -> List[float]:
-    out: List[float] = []
-    for entry in prof.entries:
-        tensors = entry.get("tensors") if isinstance(entry, dict) else None
-        by_device = tensors.get("bytes_by_device") if isinstance(tensors, dict) else None
-        if isinstance(by_device, dict):
-            out.append(sum(float(b) for b in by_device.values() if isinstance(b, (int, float))))
-    return out
-
-
-def _climbing(values: List[float], n: int = 3) -> bool:
-    """Rose at each of the last ``n`` points."""
-    last = values[-n:]
-    return len(last) >= n and all(b > a for a, b in zip(last, last[1:]))
-
-
-def _graphs(prof: Profile) -> Optional[Culprit]:
-    roots, largest = prof.rate("graph:roots"), prof.rate("graph:largest")
-    grad = prof.rate("tensors:grad_fn_count")
-    per_root = prof.at_peak("graph:roots", "graphs", "mean_per_root")
-    holder, holder_node = prof.grown_graph_holder()  # set by the agent when largest grew
-    # one graph growing: named by the agent, or bigger at two censuses running
-    if largest > 0.5 and largest >= roots and (holder or prof.sustained("graph:largest", 2)):
-        node = holder_node if holder else prof.last("graphs", "largest_root_type")
-        accumulating = node in SUM_NODES
-        box = prof.container_of(TENSOR)
-        ev = _ev(
-            per_step=largest,
-            graph_nodes=prof.value("graph:largest"),
-            largest_graph_nodes_per_step=round(largest, 2),
-            graph_root=node,
-        )
-        who = f"`{holder}`" if holder else "a tensor"
-        # a sum at the root (`total += loss`, a running mean): numbers or detached inputs;
-        # anything else (a recurrent state): detach it at the step boundary
-        return _make(
-            prof,
-            TENSOR,
-            holder or (box.holder if accumulating and box else None),
-            True,
-            "graph carried across steps",
-            HINT_CARRIED if accumulating else HINT_DETACH,
-            f"{who} is carried across steps and built from each step's tensors: it "
-            f"holds one autograd graph that gains {largest:.3g} nodes per {prof.per}.",
-            ev,
-            None,
-        )
-    carried = prof.carried()
-    if carried and prof.top_container() is None:
-        # a growing container of the user's keeps the old graphs when there is one
-        # (``stats[step] = {"loss": loss}``): carried state only without it
-        return _carried(prof, carried[0], carried[1:])
-    if max(roots, grad) > 0.05 and (
-        prof.growth("graph:roots") >= 4 or prof.growth("tensors:grad_fn_count") >= 4
-    ):
-        rate = max(roots, grad)
-        # the biggest graph a complete walk saw when the most roots were alive: one kept
-        # item's graph (the mean over all roots mixes in every small one)
-        biggest = prof.at_peak("graph:roots", "graphs", "largest")
-        # what the kept roots are: the commonest root type where the most graph-holding
-        # tensors were alive (the tensor pass counts them all; a graph walk that was cut
-        # still says what its roots are, and the largest root of a whole walk may come from
-        # another phase: a training step's loss before an eval loop's kept outputs)
-        kinds = prof.at_peak("tensors:grad_fn_count", "graphs", "root_types")
-        if isinstance(kinds, dict) and kinds:
-            root_type: Any = str(max(kinds, key=lambda k: kinds[k]))
-        else:
-            root_type = prof.at_peak("graph:roots", "graphs", "largest_root_type")
-        nodes = (
-            f" of up to {biggest:.0f} nodes"
-            if isinstance(biggest, (int, float)) and biggest >= 1
-            else ""
-        )
-        hint = (
-            HINT_NO_GRAD
-            if isinstance(root_type, str) and not _LOSS_ROOT.search(root_type)
-            else HINT_ITEM
-        )
-        box = prof.container_of(TENSOR)
-        if box is None and not (
-            prof.sustained("graph:roots") or prof.sustained("tensors:grad_fn_count")
-        ):
-            return None  # one jump between two censuses: a step's graphs, not a leak
-        if box is not None:
-            # more tensors than items: each item's graph keeps activations, saved tensors
-            extra = 0 < box.per_step and 1.5 * box.per_step < rate
-            kept = box.per_step if extra else rate
-            who = f"`{box.holder}` (a {box.type}) gains {kept:.3g} torch.Tensor per {prof.per}"
-            if extra:
-                who += f" ({rate:.3g} tensors per {prof.per} stay alive with their graphs)"
-        else:  # the tensors sit inside the items of a growing container (transitions, records)
-            box = prof.top_container()
-            elem = box.elem_types[0] if box and box.elem_types else "item"
-            who = (
-                (
-                    f"`{box.holder}` (a {box.type}) gains {box.per_step:.3g} {elem} "
-                    f"per {prof.per}, holding {rate:.3g} torch.Tensor per {prof.per}"
-                )
-                if box
-                else f"{rate:.3g} more torch.Tensor per {prof.per} stay alive"
-            )
-        ev = _ev(
-            per_step=rate,
-            graph_nodes_per_root=per_root,
-            graph_roots=prof.value("graph:roots"),
-            container_len=box.len if box else None,
-        )
-        return _make(
-            prof,
-            TENSOR,
-            box.holder if box else None,
-            True,
-            "retained graphs",
-            hint,
-            f"{who}; each keeps an autograd graph{nodes} alive.",
-            ev,
-            box,
-        )
-    return None
-
-
-_ACCUMULATOR_NAME = re.compile(r"(total|sum|acc|running|avg|mean|ema|loss|stat)", re.I)
-
-
-def _carried(prof: Profile, top: Dict[str, Any], others: List[Dict[str, Any]]) -> Culprit:
-    """A named tensor whose graph of an earlier census was still alive at a later one: the
-    old graph hangs below the new (the agent's check, for chains of any length)."""
-    holder: str = top["holder"]
-    node = top.get("node")
-    name = holder.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
-    accumulating = node in SUM_NODES and bool(_ACCUMULATOR_NAME.search(name))
-    nodes = prof.rate("graph:largest")
-    size = f": it gains {nodes:.3g} graph nodes per {prof.per}" if nodes > 0.5 else ""
-    also = f" (so does `{others[0]['holder']}`)" if others else ""
-    ev = _ev(
-        graph_root=node,
-        carried_censuses=int(top.get("kept", 0)),
-        largest_graph_nodes_per_step=round(nodes, 2) if nodes > 0.5 else None,
-        also_carried=[o["holder"] for o in others[:3]] or None,
-    )
-    return _make(
-        prof,
-        TENSOR,
-        holder,
-        True,
-        "graph carried across steps",
-        HINT_CARRIED if accumulating else HINT_DETACH,
-        f"`{holder}`{also} is carried across steps without being detached: the autograd "
-        f"graph of every earlier step stays attached to it{size}.",
-        ev,
-        None,
-    )
-
-
-def _tensors(prof: Profile) -> Optional[Culprit]:
-    rate = prof.rate("tensors:count")
-    if rate <= 0.05 or prof.growth("tensors:count") < 4:
-        return None
-    box = prof.container_of(TENSOR)
-    ev = _ev(per_step=rate, tensor_bytes_per_step=round(prof.rate("tensors:cpu_bytes")))
-    if box is None:  # the tensors sit inside the items of a growing container (transitions)
-        inner = prof.top_container() or prof.filled_in_turn()
-        if inner is not None:
-            elem = inner.elem_types[0] if inner.elem_types else "item"
-            return _make(
-                prof,
-                elem,
-                inner.holder,
-                False,
-                "unbounded container",
-                HINT_CONTAINER,
-                f"`{inner.holder}` (a {inner.type}) gains {inner.per_step:.3g} {elem} per "
-                f"{prof.per} ({inner.len:,} now), holding {rate:.3g} more torch.Tensor per "
-                f"{prof.per} (no autograd graph).",
-                ev,
-                inner,
-            )
-    return _make(
-        prof,
-        TENSOR,
-        box.holder if box else None,
-        False,
-        "tensors kept",
-        HINT_CONTAINER if box else HINT_ITEM,
-        f"{rate:.3g} more live tensors per {prof.per} (no autograd graph).",
-        ev,
-        box,
-    )
 
 
 def _modules(prof: Profile) -> Optional[Culprit]:
@@ -554,7 +284,7 @@ def _modules(prof: Profile) -> Optional[Culprit]:
         name = next(t for t in box.elem_types if t in kinds)
     else:
         name = prof.growing_module_type() or "torch.nn.Module"
-    ev = _ev(
+    ev = evidence_of(
         per_step=rate,
         module_type=name,
         param_bytes_per_step=round(prof.rate("modules:param_bytes")),
@@ -571,7 +301,7 @@ def _modules(prof: Profile) -> Optional[Culprit]:
                 f"({box.len:,} now), holding {rate:.3g} more `{name}` instances per "
                 f"{prof.per} with their parameters."
             )
-    return _make(
+    return make_culprit(
         prof,
         name,
         box.holder if box else None,
@@ -606,11 +336,11 @@ def _kind(prof: Profile, type_name: str, key: str, hint: str) -> Optional[Culpri
     if holder is None and key == "figures":
         # no container of the user's holds them: pyplot does, until plt.close(fig)
         holder = PYPLOT_FIGURES
-    ev = _ev(per_step=rate)
+    ev = evidence_of(per_step=rate)
     if key != "figures":
         ev["bytes_per_step"] = round(prof.rate("ndarray:bytes"))
     where = " (kept open by pyplot)" if holder == PYPLOT_FIGURES else ""
-    return _make(
+    return make_culprit(
         prof,
         type_name,
         holder,
@@ -626,7 +356,7 @@ def _kind(prof: Profile, type_name: str, key: str, hint: str) -> Optional[Culpri
 def _container(prof: Profile, box: Container) -> Culprit:
     elem = box.elem_types[0] if box.elem_types else None
     if elem is not None and _is_tensor(elem):
-        graph = _graphs(prof)
+        graph = graph_culprit(prof)
         if graph is not None and graph.holds_autograd_graph and graph.pattern == "retained graphs":
             return graph
     if elem == FIGURE:
@@ -642,8 +372,8 @@ def _container(prof: Profile, box: Container) -> Culprit:
     else:
         hint = HINT_CONTAINER
     what = elem or "item"
-    ev = _ev(per_step=box.per_step, container_len=box.len, container_type=box.type)
-    return _make(
+    ev = evidence_of(per_step=box.per_step, container_len=box.len, container_type=box.type)
+    return make_culprit(
         prof,
         elem or box.type,
         box.holder,
@@ -659,13 +389,13 @@ def _container(prof: Profile, box: Container) -> Culprit:
 
 def _of_type(prof: Profile, name: str) -> Optional[Culprit]:
     if _is_tensor(name):
-        return _graphs(prof) or _tensors(prof)
+        return graph_culprit(prof) or tensors_culprit(prof)
     box = prof.container_of(name)
     if box is not None:
         return _container(prof, box)
     rate = prof.type_rate(name)
     hint = {FIGURE: HINT_FIGURE, NDARRAY: HINT_NUMPY}.get(name, HINT_OBJECTS)
-    return _make(
+    return make_culprit(
         prof,
         name,
         None,
@@ -673,7 +403,7 @@ def _of_type(prof: Profile, name: str) -> Optional[Culprit]:
         "objects",
         hint,
         f"{rate:.3g} more live `{name}` objects per {prof.per}.",
-        _ev(per_step=rate),
+        evidence_of(per_step=rate),
         None,
     )
 
@@ -683,46 +413,3 @@ def _of_type(prof: Profile, name: str) -> Optional[Culprit]:
 
 def _is_tensor(name: str) -> bool:
     return name in (TENSOR, "torch.nn.parameter.Parameter") or name.endswith("Tensor")
-
-
-def _ev(**kw: Any) -> Evidence:
-    """Evidence from keyword figures (the keys are Evidence's; floats rounded, Nones left out)."""
-    return cast(
-        Evidence,
-        {k: (round(v, 4) if isinstance(v, float) else v) for k, v in kw.items() if v is not None},
-    )
-
-
-def _make(
-    prof: Profile,
-    type_name: Optional[str],
-    holder: Optional[str],
-    graph: bool,
-    pattern: str,
-    hint: Optional[str],
-    sentence: str,
-    ev: Evidence,
-    box: Optional[Container],
-) -> Culprit:
-    location, traceback = prof.location()
-    evidence: Evidence = {"pattern": pattern}
-    if type_name:
-        evidence["growing_type"] = type_name
-    evidence.update(ev)
-    if box is not None and box.chain:
-        evidence["chain"] = list(box.chain)
-    if box is not None and box.bytes is not None:
-        evidence["container_bytes"] = box.bytes
-    if traceback:
-        evidence["allocated_at"] = traceback
-    evidence["censuses"] = prof.n
-    return Culprit(
-        type=type_name,
-        holder=holder,
-        location=location,
-        holds_autograd_graph=graph,
-        pattern=pattern,
-        fix_hint=hint,
-        sentence=sentence,
-        evidence=evidence,
-    )

@@ -1,0 +1,77 @@
+"""What a culprit is, and how one is made from a census profile (see culprit.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional, cast
+
+from memprobe.analysis.census import Container, Profile
+from memprobe.record import Culprit as RecordCulprit
+from memprobe.record import Evidence
+
+TENSOR = "torch.Tensor"
+
+
+@dataclass(frozen=True)
+class Culprit:
+    """What one finding is blamed on."""
+
+    type: Optional[str]
+    holder: Optional[str]
+    location: Optional[str]
+    holds_autograd_graph: bool
+    pattern: str
+    fix_hint: Optional[str]
+    sentence: str
+    evidence: Evidence = field(default_factory=lambda: Evidence())
+
+    def as_dict(self) -> RecordCulprit:
+        return {
+            "type": self.type,
+            "holder": self.holder,
+            "location": self.location,
+            "holds_autograd_graph": self.holds_autograd_graph,
+        }
+
+
+def evidence_of(**kw: Any) -> Evidence:
+    """Evidence from keyword figures (the keys are Evidence's; floats rounded, Nones left out)."""
+    return cast(
+        Evidence,
+        {k: (round(v, 4) if isinstance(v, float) else v) for k, v in kw.items() if v is not None},
+    )
+
+
+def make_culprit(
+    prof: Profile,
+    type_name: Optional[str],
+    holder: Optional[str],
+    graph: bool,
+    pattern: str,
+    hint: Optional[str],
+    sentence: str,
+    ev: Evidence,
+    box: Optional[Container],
+) -> Culprit:
+    location, traceback = prof.location()
+    evidence: Evidence = {"pattern": pattern}
+    if type_name:
+        evidence["growing_type"] = type_name
+    evidence.update(ev)
+    if box is not None and box.chain:
+        evidence["chain"] = list(box.chain)
+    if box is not None and box.bytes is not None:
+        evidence["container_bytes"] = box.bytes
+    if traceback:
+        evidence["allocated_at"] = traceback
+    evidence["censuses"] = prof.n
+    return Culprit(
+        type=type_name,
+        holder=holder,
+        location=location,
+        holds_autograd_graph=graph,
+        pattern=pattern,
+        fix_hint=hint,
+        sentence=sentence,
+        evidence=evidence,
+    )
