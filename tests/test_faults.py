@@ -26,6 +26,7 @@ from faultutil import (
     wait_for,
     wait_ready,
 )
+from recordgen import make_record
 
 from conftest import cli_env, load, main_process, run_cli, validate
 from memprobe.collect.rebuild import rebuild
@@ -319,6 +320,39 @@ def test_sigkill_summary_says_what_is_known_of_the_oom_killer(oom: object, words
     for text in (out.getvalue(), exit_text(r)):
         assert "signal 9" in text
         assert (words in text) if words else ("OOM" not in text)
+
+
+def test_a_ctrl_c_the_moment_the_analysis_may_be_interrupted_keeps_the_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memprobe.commands import run as run_cmd
+    from memprobe.launch.runner import RunOutcome
+
+    # GIVEN a finished run, and a Ctrl-C delivered the instant memprobe's handler for it goes
+    # in (before the analysis has begun: the window a storm of Ctrl-C once hit)
+    record = make_record(steps=40, seed=2)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    real = signal.signal
+
+    def deliver_at_once(signum: int, handler: Any) -> Any:
+        old = real(signum, handler)
+        if signum == signal.SIGINT and callable(handler) and handler is not old:
+            if getattr(handler, "__name__", "") == "interrupt_once":
+                handler(signum, None)  # as the kernel would, between two bytecodes
+        return old
+
+    monkeypatch.setattr(run_cmd.signal, "signal", deliver_at_once)
+    previous = real(signal.SIGINT, run_cmd._ignore_signal)
+    try:
+        out = tmp_path / "r.json"
+        # WHEN memprobe finishes the run
+        code, verdict = run_cmd.finish(RunOutcome(record, 0, str(run_dir)), str(out), None, False)
+    finally:
+        real(signal.SIGINT, previous)
+    # THEN the analysis is skipped and the record is written all the same
+    assert code == 0 and verdict == record.verdict
+    assert load(out)["processes"]
 
 
 def test_impatient_ctrl_c_still_leaves_a_record(tmp_path: Path, schema: dict) -> None:

@@ -159,23 +159,36 @@ def finish(outcome: RunOutcome, output: str, detect: Any, keep_run_dir: bool) ->
         signal.signal(signal.SIGINT, previous)  # before raising: a second one cannot land
         raise KeyboardInterrupt  # in the except clause below
 
-    signal.signal(signal.SIGINT, interrupt_once)
+    # The Ctrl-C may land between any two bytecodes from the moment the handler is in: in
+    # the try before the analysis starts, or while an analysis error is being handled. So
+    # the handler goes in inside the outer try, the inner except only keeps the error, and
+    # the messages wait until the handler is out again (a Ctrl-C a few bytecodes after the
+    # handler went in, outside the try, once lost a record under a storm of them).
+    interrupted, failure = False, None
     try:
-        from memprobe.analysis.finalize import finalize  # scipy: only once there is a run
+        try:
+            signal.signal(signal.SIGINT, interrupt_once)
+            from memprobe.analysis.finalize import finalize  # scipy: only once there is a run
 
-        record = finalize(record, detect)
+            record = finalize(record, detect)
+        except KeyboardInterrupt:
+            raise
+        except Exception as e:  # noqa: BLE001 - never lose the run to an analysis bug
+            failure = e
     except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        signal.signal(signal.SIGINT, previous)  # and nothing interrupts the writing
+    if interrupted:
         console.print(Text("memprobe: analysis interrupted; the record has the raw series only"))
-    except Exception as e:  # noqa: BLE001 - never lose the run to an analysis bug
+    elif failure is not None:
         console.print(
             safe_text(  # names from the target may be in the message: never raw escapes
-                f"memprobe: analysis failed ({type(e).__name__}: {e}); "
+                f"memprobe: analysis failed ({type(failure).__name__}: {failure}); "
                 "the record has the raw series only",
                 style="yellow",
             )
         )
-    finally:
-        signal.signal(signal.SIGINT, previous)  # and nothing interrupts the writing
     try:
         rec.save(record, output)
     except OSError as e:
