@@ -14,7 +14,7 @@ from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tup
 
 import numpy as np
 
-from memprobe.analysis.series import Array
+from memprobe.analysis.series import Array, container_holder
 
 # scalar name -> (payload section, field[, sub-field])
 _PATHS: Dict[str, Tuple[str, ...]] = {
@@ -481,10 +481,11 @@ def series_lengths(series: Dict[str, Any], axis_step: bool) -> Lengths:
     """The first and last (x, length) of each ``container:<holder>:len`` series."""
     out: Lengths = {}
     for name, s in series.items():
-        if not name.startswith("container:") or not name.endswith(":len"):
+        holder = container_holder(name)
+        if holder is None or not name.endswith(":len"):
             continue
         xs = s.step if axis_step else s.t
         pts = [(float(x), float(v)) for x, v in zip(xs, s.value) if isinstance(x, (int, float))]
         if len(pts) >= 2:
-            out[name[len("container:") : -len(":len")]] = (*pts[0], *pts[-1])
+            out[holder] = (*pts[0], *pts[-1])
     return out

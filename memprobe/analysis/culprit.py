@@ -36,7 +36,7 @@ from memprobe.analysis.hints import (
 )
 from memprobe.analysis.holderline import grow_line
 from memprobe.analysis.phases import census_after_steps
-from memprobe.analysis.series import step_clock
+from memprobe.analysis.series import container_holder, step_clock
 from memprobe.record import Evidence, Finding, Process, RunRecord
 
 __all__ = ["Culprit", "attribute", "culprit_for", "live_culprit", "watch_name"]
@@ -142,10 +142,9 @@ def _active_holders(pid: int, verdicts: Mapping[Tuple[int, str], Any]) -> Set[st
     that filled at start-up has stopped)."""
     out: Set[str] = set()
     for (p, signal), v in verdicts.items():
-        if p != pid or not signal.startswith("container:"):
-            continue
-        if _still_rising(v):
-            out.add(signal[len("container:") :].rsplit(":", 1)[0])
+        holder = container_holder(signal) if p == pid else None
+        if holder is not None and _still_rising(v):
+            out.add(holder)
     return out
 
 
@@ -172,8 +171,8 @@ def culprit_for(signal: str, prof: Profile) -> Optional[Culprit]:
     if prof.n < 2:
         # no census (a DataLoader worker): a watched container still names itself
         return _named_by_signal(signal, prof)
-    if signal.startswith("container:"):
-        holder = signal[len("container:") :].rsplit(":", 1)[0]
+    holder = container_holder(signal)
+    if holder is not None:
         box = next((b for b in prof.containers if b.holder == holder), None)
         if prof.active is not None and holder not in prof.active:
             box = None  # its own length series says it stopped: not what keeps growing
@@ -238,9 +237,9 @@ def live_culprit(process_census: Sequence[Dict[str, Any]]) -> Optional[str]:
 
 
 def _named_by_signal(signal: str, prof: Profile) -> Optional[Culprit]:
-    if not signal.startswith("container:"):
+    holder = container_holder(signal)
+    if holder is None:
         return None
-    holder = signal[len("container:") :].rsplit(":", 1)[0]
     return make_culprit(
         prof,
         None,

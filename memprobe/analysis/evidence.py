@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import AbstractSet, Callable, Dict
 
-from memprobe.analysis.series import BLOCKS, family_of
+from memprobe.analysis.series import BLOCKS, container_holder, family_of
 from memprobe.analysis.verdict import INCONCLUSIVE, LEAK, SignalVerdict
 from memprobe.analysis.wording import fmt_rate
 
@@ -195,9 +195,10 @@ def slow_container_with_memory(
         return verdicts
     out = dict(verdicts)
     for name, v in verdicts.items():
-        if not (name.startswith("container:") and name.endswith(":len")):
+        holder = container_holder(name)
+        if holder is None or not name.endswith(":len") or holder in bounded:
             continue
-        if v.verdict == LEAK or v.ci_low <= 0 or name[len("container:") : -len(":len")] in bounded:
+        if v.verdict == LEAK or v.ci_low <= 0:
             continue
         again = rejudge(name)
         if again.verdict != LEAK:

@@ -24,7 +24,7 @@ import dataclasses
 from typing import Dict, List, Optional, Tuple
 
 from memprobe.analysis.findings import rate_text_of
-from memprobe.analysis.series import family_of
+from memprobe.analysis.series import container_holder, family_of
 from memprobe.analysis.wording import fmt_bytes
 from memprobe.record import Evidence, Finding
 
@@ -224,8 +224,9 @@ def _label(signal: str) -> str:
     if signal.startswith("watch:"):
         name, _, what = signal[len("watch:") :].rpartition(":")
         return f"watched `{name}`" + (" length" if what == "len" else "")
-    if signal.startswith("container:"):
-        return f"`{signal[len('container:') :].rsplit(':', 1)[0]}` length"
+    holder = container_holder(signal)
+    if holder is not None:
+        return f"`{holder}` length"
     if signal.startswith("graph:held_by:"):
         return f"graph-holding items of `{signal[len('graph:held_by:') :]}`"
     return signal

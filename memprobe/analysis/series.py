@@ -18,6 +18,14 @@ _OBJECT_PREFIXES = ("tensors:", "graph:", "modules:", "figures:", "ndarray:")
 BLOCKS = "py_alloc_blocks"
 
 
+def container_holder(signal: str) -> Optional[str]:
+    """The holder of a watched container's signal (``container:<holder>:len`` ->
+    ``<holder>``), None for any other signal."""
+    if not signal.startswith("container:"):
+        return None
+    return signal[len("container:") :].rsplit(":", 1)[0]
+
+
 def unit_of(signal: str) -> str:
     """A name ending in ``bytes`` is bytes; anything else is a count."""
     return "bytes" if signal.endswith("bytes") else "count"

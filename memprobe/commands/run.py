@@ -161,9 +161,10 @@ def finish(outcome: RunOutcome, output: str, detect: Any, keep_run_dir: bool) ->
 
     # The Ctrl-C may land between any two bytecodes from the moment the handler is in: in
     # the try before the analysis starts, or while an analysis error is being handled. So
-    # the handler goes in inside the outer try, the inner except only keeps the error, and
-    # the messages wait until the handler is out again (a Ctrl-C a few bytecodes after the
-    # handler went in, outside the try, once lost a record under a storm of them).
+    # the handler goes in inside the outer try, the inner except (a KeyboardInterrupt is no
+    # Exception: it passes through) only keeps the error, and the messages wait until the
+    # handler is out again (a Ctrl-C a few bytecodes after the handler went in, outside
+    # the try, once lost a record under a storm of them).
     interrupted, failure = False, None
     try:
         try:
@@ -171,8 +172,6 @@ def finish(outcome: RunOutcome, output: str, detect: Any, keep_run_dir: bool) ->
             from memprobe.analysis.finalize import finalize  # scipy: only once there is a run
 
             record = finalize(record, detect)
-        except KeyboardInterrupt:
-            raise
         except Exception as e:  # noqa: BLE001 - never lose the run to an analysis bug
             failure = e
     except KeyboardInterrupt:
