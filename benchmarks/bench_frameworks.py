@@ -11,7 +11,9 @@ Besides wall time it reports CPU time (user + system of memprobe, the target and
 children, from ``wait4``): on a machine others share, wall time moves
 with their load, CPU time far less. "target's CPU" is the target process alone, as its agent
 read it at exit, against the plain run's: what memprobe costs inside the program, without
-its own parent's CPU.
+its own parent's CPU. "target's wall" is the target's own run, from its spawn to its exit
+(the record's ``duration_s``), against the plain run's wall: memprobe's own start-up before the
+spawn and its analysis after the exit are left out.
 
 The frameworks are not memprobe's dependencies: run it with an interpreter that has them
 (``pip install -e '.[frameworks]'``); a framework that is missing is reported and skipped.
@@ -56,6 +58,7 @@ class Outcome:
     cpu_s: float = 0.0
     agent_share: Optional[float] = None  # the agent's own CPU, % of one core over the run
     target_cpu: Optional[float] = None  # the target process' own CPU, from its agent at exit
+    target_wall: Optional[float] = None  # the target's run, spawn to exit (the record's)
 
 
 @dataclass
@@ -159,6 +162,7 @@ def memprobe_done(child: Timed, out: Path) -> Outcome:
         cpu_s=cpu,
         agent_share=_agent_cost(rec, AGENT_SHARE),
         target_cpu=_agent_cost(rec, TARGET_CPU),
+        target_wall=rec.get("duration_s"),
     )
 
 
@@ -247,6 +251,7 @@ def render(rows: List[Row], markdown: bool) -> str:
         "wall, fixed",
         "CPU, leaky",
         "CPU, fixed",
+        "target's wall, fixed",
         "target's CPU, fixed",
         "agent's own CPU, fixed",
         "plain, fixed",
@@ -268,6 +273,7 @@ def render(rows: List[Row], markdown: bool) -> str:
                 _ratio([o.wall_s for o in row.fixed], row.fixed_plain_s),
                 _ratio([o.cpu_s for o in row.leak], row.plain_cpu),
                 _ratio([o.cpu_s for o in row.fixed], row.fixed_plain_cpu),
+                _ratio([o.target_wall for o in row.fixed], row.fixed_plain_s),
                 _ratio([o.target_cpu for o in row.fixed], row.fixed_plain_cpu),
                 _shares([o.agent_share for o in row.fixed]),
                 f"{statistics.median(row.fixed_plain_s):.1f} s" if row.fixed_plain_s else "-",
