@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from memprobe.analysis.findings import describe, rate_text
+    from memprobe.analysis.judge import judge_series
     from memprobe.analysis.live import LiveJudge
     from memprobe.analysis.options import DetectOptions
     from memprobe.analysis.projection import limit_for, project_oom
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
         LEAK,
         NO_LEAK,
         SignalVerdict,
-        judge_series,
     )
     from memprobe.analysis.wording import fmt_bytes
 
@@ -52,7 +52,7 @@ _WHERE = {
     "LEAK": "verdict",
     "NO_LEAK": "verdict",
     "SignalVerdict": "verdict",
-    "judge_series": "verdict",
+    "judge_series": "judge",
     "fmt_bytes": "wording",
 }
 

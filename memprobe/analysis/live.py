@@ -13,10 +13,11 @@ from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Tuple
 
 from memprobe.analysis.evidence import COUNTED, corroborate
+from memprobe.analysis.judge import judge_series
 from memprobe.analysis.options import DEFAULT_OPTIONS, DetectOptions
 from memprobe.analysis.run import run_verdict
 from memprobe.analysis.series import prepare, unit_of
-from memprobe.analysis.verdict import LEAK, SignalVerdict, judge_series
+from memprobe.analysis.verdict import LEAK, SignalVerdict
 from memprobe.record import Series
 
 Key = Tuple[int, str]

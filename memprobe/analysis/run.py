@@ -39,6 +39,7 @@ from memprobe.analysis.evidence import (
     steady_needs_backing,
 )
 from memprobe.analysis.findings import fragmentation_finding, leak_finding
+from memprobe.analysis.judge import judge_series
 from memprobe.analysis.options import DEFAULT_OPTIONS, DetectOptions
 from memprobe.analysis.phases import merge_tail, stepless_tail
 from memprobe.analysis.projection import project_oom
@@ -49,7 +50,7 @@ from memprobe.analysis.series import (
     unit_of,
     with_steps,
 )
-from memprobe.analysis.verdict import INCONCLUSIVE, LEAK, NO_LEAK, SignalVerdict, judge_series
+from memprobe.analysis.verdict import INCONCLUSIVE, LEAK, NO_LEAK, SignalVerdict
 from memprobe.record import Finding, Process, RunRecord, Signals
 
 _NOT_TESTED = ("peak",)

@@ -1,0 +1,178 @@
+"""One series in, one verdict out: leak / no_leak / inconclusive, with its numbers.
+
+``judge_series`` picks what is judged (a sawtooth's floor, the window after the warm-up,
+its recent half); ``verdict.judge_window`` judges each window."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Dict, Optional, Sequence
+
+import numpy as np
+
+from memprobe.analysis.options import DEFAULT_OPTIONS, DetectOptions
+from memprobe.analysis.series import Array, as_array, family_of, reduce_points
+from memprobe.analysis.trend import MIN_FLOOR_POINTS, sawtooth_flat, sawtooth_floor
+from memprobe.analysis.verdict import (
+    INCONCLUSIVE,
+    LEAK,
+    NO_LEAK,
+    SignalVerdict,
+    judge_window,
+)
+from memprobe.analysis.warmup import detect_warmup
+from memprobe.analysis.wording import needed_text
+
+OVERWHELMING = 20.0  # growth this many times what counts halves the time axis' minimum span
+
+__all__ = ["judge_series"]
+
+
+def judge_series(
+    x: Sequence[float] | Array,
+    y: Sequence[float] | Array,
+    unit: str = "bytes",
+    options: DetectOptions = DEFAULT_OPTIONS,
+    *,
+    axis: str = "step",
+    t: Optional[Sequence[float] | Array] = None,
+    family: Optional[str] = None,
+    signal: str = "",
+    n_tests: int = 1,
+) -> SignalVerdict:
+    """Judge one series (x sorted ascending; steps or seconds as ``axis`` says).
+
+    ``t`` (seconds, same length) turns per-step rates into per-second ones.
+    ``signal`` (the series' name) sets the family and thresholds; without it
+    bytes are judged as process memory and counts as object counts.
+    ``n_tests`` is how many signals the caller judges together: the run's
+    false-alarm budget ``1 - options.confidence`` is split between them.
+    """
+    xa, ya = as_array(x), as_array(y)
+    ta = as_array(t) if t is not None and len(t) == len(xa) else None
+    fam = family or (family_of(signal) if signal else _default_family(unit))
+    keep = np.isfinite(xa) & np.isfinite(ya)
+    xa, ya = xa[keep], ya[keep]
+    ta = ta[keep] if ta is not None else None
+    n = len(xa)
+    base: Dict[str, Any] = {"unit": unit, "axis": axis, "family": fam}
+    word = "steps" if axis == "step" else "seconds"
+    if n < options.min_points:
+        return SignalVerdict(
+            INCONCLUSIVE,
+            reason=f"only {n} samples",
+            n=n,
+            needed=f"at least {options.min_points - n} more samples",
+            **base,
+        )
+    min_span = options.min_span_steps if axis == "step" else options.min_span_seconds
+    # Two looks (the window, and its recent half) share the false-alarm budget.
+    alpha = (1.0 - options.confidence) / max(1, n_tests) / 2.0
+    saw = sawtooth_floor(xa, ya)
+    if saw is not None and saw.floor is None:
+        level = float(np.median(ya))
+        total = options.growth_threshold(unit, level, fam)
+        per_x = options.rate_threshold(unit, axis, fam, signal)
+        if sawtooth_flat(ya, saw, total, per_x, xa):
+            return SignalVerdict(
+                NO_LEAK,
+                reason="a sawtooth whose floor and peaks stay flat",
+                n=n,
+                confidence=0.9,
+                floor=True,
+                last_value=float(ya[-1]),
+                x_end=float(xa[-1]),
+                **base,
+            )
+        # too few periods to judge the floor: flat by the ordinary test (a rise at start-up
+        # cut as warm-up, dips after) is flat; anything else waits for more periods
+        plain = _judge_plain(xa, ya, ta, options, alpha, base, signal, n_tests)
+        if plain.verdict == NO_LEAK:
+            return replace(plain, floor=True)
+        # too few periods yet: a window shorter than that could hold a single ramp
+        periods = max(1, MIN_FLOOR_POINTS + 1 - (n // saw.period))
+        more = periods * saw.period * float(xa[-1] - xa[0]) / max(1, n - 1)
+        return replace(
+            _too_short(base, n, None, 0, more, word),
+            reason="a sawtooth with too few periods to judge its floor",
+            floor=True,
+        )
+    if saw is not None and saw.floor is not None:
+        # A grow-and-clear series is judged on its floor only, over the whole
+        # run: any shorter window could hold a single ramp and look like a
+        # leak. Floors start after the first full period: no warm-up cut (it
+        # would pick a rising stretch of the beat between sampling and period).
+        xf, yf = xa[saw.floor], ya[saw.floor]
+        tf = ta[saw.floor] if ta is not None else None
+        if float(xf[-1] - xf[0]) < min_span:
+            return _too_short(base, len(xf), None, 0, min_span - float(xf[-1] - xf[0]), word)
+        v = judge_window(xf, yf, tf, options, alpha, base, signal, n_tests, True)
+        return replace(v, x_end=float(xa[-1]), last_value=float(ya[-1]))
+    return _judge_plain(xa, ya, ta, options, alpha, base, signal, n_tests)
+
+
+def _judge_plain(
+    xa: Array,
+    ya: Array,
+    ta: Optional[Array],
+    options: DetectOptions,
+    alpha: float,
+    base: Dict[str, Any],
+    signal: str,
+    n_tests: int,
+) -> SignalVerdict:
+    """The series judged as a line after its warm-up (the whole window, then its recent
+    half), not as a sawtooth."""
+    axis, unit, fam = base["axis"], base["unit"], base["family"]
+    word = "steps" if axis == "step" else "seconds"
+    min_span = options.min_span_steps if axis == "step" else options.min_span_seconds
+    xr, yr = reduce_points(xa, ya, options.max_points)
+    k = detect_warmup(xr, yr, options.max_warmup_fraction)
+    w_x = float(xr[k])
+    window = xa >= w_x
+    xw, yw = xa[window], ya[window]
+    tw = ta[window] if ta is not None else None
+    span = float(xw[-1] - xw[0]) if len(xw) else 0.0
+    warm = w_x if k > 0 else None
+    if axis == "time" and len(xw) >= options.min_points and span < min_span:
+        # growth this large needs less time to be told from start-up wobble: a chain of
+        # graphs eating hundreds of MB a second may run for only a second or two
+        rise = float(np.median(yw[-3:]) - np.median(yw[:3]))
+        if rise >= OVERWHELMING * options.growth_threshold(unit, float(np.median(yw)), fam):
+            min_span = min_span / 2
+    if len(xw) < options.min_points or span < min_span:
+        more_pts = max(0, options.min_points - len(xw))
+        return _too_short(base, len(xw), warm, more_pts, max(0.0, min_span - span), word)
+    whole = judge_window(xw, yw, tw, options, alpha, base, signal, n_tests, False)
+    whole = replace(whole, warmup_end_x=warm)
+    half = len(xw) // 2
+    if whole.verdict == LEAK or len(xw) - half < options.min_points:
+        return whole
+    if float(xw[-1] - xw[half]) < min_span:
+        return whole
+    # The recent half: leaks that start late (the allocator's free space
+    # absorbed them first) show there.
+    th = tw[half:] if tw is not None else None
+    recent = judge_window(
+        xw[half:], yw[half:], th, options, alpha, base, signal, n_tests * 2, False, steady=False
+    )
+    if recent.verdict == LEAK:
+        return replace(recent, warmup_end_x=float(xw[half]), reason=recent.reason + " lately")
+    return whole
+
+
+def _too_short(
+    base: Dict[str, Any], n: int, warm: Optional[float], points: int, span: float, word: str
+) -> SignalVerdict:
+    return SignalVerdict(
+        INCONCLUSIVE,
+        reason="too short after the warm-up" if warm is not None else "too short",
+        n=n,
+        warmup_end_x=warm,
+        needed=needed_text(points, span, word),
+        **base,
+    )
+
+
+def _default_family(unit: str) -> str:
+    return "memory" if unit == "bytes" else "object"
