@@ -8,8 +8,9 @@ from typing import Any, Dict, List, Optional
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memprobe.analysis.census import build_profile
-from memprobe.analysis.culprit import attribute, culprit_for, live_culprit
+from memprobe.analysis.census_build import build_profile
+from memprobe.analysis.culprit import attribute, live_culprit
+from memprobe.analysis.culprit_patterns import culprit_for
 from memprobe.analysis.hints import HINT_DETACH
 from memprobe.record import ExitInfo, Finding, Limits, Process, RunRecord
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from memprobe.analysis.census import build_profile
-from memprobe.analysis.culprit import attribute, culprit_for
+from memprobe.analysis.census_build import build_profile
+from memprobe.analysis.culprit import attribute
+from memprobe.analysis.culprit_patterns import culprit_for
 from memprobe.analysis.grouping import group_findings
 from memprobe.analysis.hints import HINT_CARRIED, HINT_DETACH
 from memprobe.analysis.verdict import SignalVerdict

@@ -16,7 +16,7 @@ from typing import Any, Dict, List
 import pytest
 
 from memprobe.analysis import analyze
-from memprobe.analysis.census import build_profile
+from memprobe.analysis.census_build import build_profile
 from memprobe.collect.assemble import RECORD_CENSUS, RECORD_POINTS, build_record
 from memprobe.collect.censusbuf import CENSUS_HEAD, MAX_CENSUS, CensusBuf, thin_census
 from memprobe.collect.process import ProcState

@@ -3,18 +3,14 @@
 Pure and defensive: the census list comes from a run record (JSON written by
 the agent, possibly truncated or from an older memprobe), so every field is
 read with a type check and a default. Rates are per step when the censuses
-have steps, else per second.
+have steps, else per second. A census list becomes a :class:`Profile` in
+``census_build.py``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
-
-import numpy as np
-
-from memprobe.analysis.series import Array, container_holder
+from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
 # scalar name -> (payload section, field[, sub-field])
 _PATHS: Dict[str, Tuple[str, ...]] = {
@@ -33,13 +29,13 @@ _PATHS: Dict[str, Tuple[str, ...]] = {
 MIN_ITEMS = 8  # a container must gain at least this many items to be blamed
 
 
-def _num(v: Any) -> Optional[float]:
+def num(v: Any) -> Optional[float]:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v:
         return None
     return float(v)
 
 
-def _list(v: Any) -> List[Any]:
+def as_list(v: Any) -> List[Any]:
     return v if isinstance(v, list) else []
 
 
@@ -90,7 +86,7 @@ class Profile:
         entry = self.entries[index]
         if path[0] == "graphs" and _get(entry, "graphs", "cut"):
             return None  # a walk cut short counted part of the graphs: not a size
-        return _num(_get(entry, *path))
+        return num(_get(entry, *path))
 
     def _peak(self, name: str) -> Tuple[float, float]:
         """(growth, span) from the first census to the one where the value peaked: the census
@@ -148,13 +144,13 @@ class Profile:
         best: Dict[str, Dict[str, Any]] = {}
         below = set()
         for entry in self.entries:
-            for c in _list(_get(entry, "graphs", "carried")):
+            for c in as_list(_get(entry, "graphs", "carried")):
                 if not isinstance(c, dict) or not isinstance(c.get("holder"), str):
                     continue
                 holder = c["holder"]
                 if isinstance(c.get("below"), str):
                     below.add(holder)
-                kept = _num(c.get("kept")) or 0.0
+                kept = num(c.get("kept")) or 0.0
                 if kept >= best.get(holder, {}).get("kept", 0.0):
                     node = c.get("node") if isinstance(c.get("node"), str) else None
                     best[holder] = {"holder": holder, "kept": kept, "node": node}
@@ -181,7 +177,7 @@ class Profile:
             if isinstance(holder, str) and seen_graph:
                 node = _get(entry, "graphs", "largest_holder_node")
                 found = (holder, node if isinstance(node, str) else None)
-            if (_num(_get(entry, "graphs", "largest")) or 0.0) > 0:
+            if (num(_get(entry, "graphs", "largest")) or 0.0) > 0:
                 seen_graph = True
         return found
 
@@ -193,7 +189,7 @@ class Profile:
         return None
 
     def type_rate(self, name: str) -> float:
-        pts = [(x, _num(_get(e, "types", name, "count"))) for x, e in zip(self.xs, self.entries)]
+        pts = [(x, num(_get(e, "types", name, "count"))) for x, e in zip(self.xs, self.entries)]
         have = [(x, c) for x, c in pts if c is not None]
         if len(have) < 2 or have[-1][0] <= have[0][0]:
             return 0.0
@@ -203,11 +199,11 @@ class Profile:
         """The type that gained most over the censuses (as the agent reported growth)."""
         gained: Dict[str, float] = {}
         for entry in self.entries[1:]:
-            for g in _list(entry.get("growing_types")):
+            for g in as_list(entry.get("growing_types")):
                 if isinstance(g, dict) and isinstance(g.get("type"), str):
                     if g["type"] in self.settled:
                         continue
-                    gained[g["type"]] = gained.get(g["type"], 0.0) + (_num(g.get("delta")) or 0.0)
+                    gained[g["type"]] = gained.get(g["type"], 0.0) + (num(g.get("delta")) or 0.0)
         best = max(gained.items(), key=lambda kv: kv[1], default=None)
         return best[0] if best is not None and best[1] >= MIN_ITEMS else None
 
@@ -217,7 +213,7 @@ class Profile:
         if not isinstance(last, dict):
             return None
         first = first if isinstance(first, dict) else {}
-        deltas = {k: (_num(v) or 0.0) - (_num(first.get(k)) or 0.0) for k, v in last.items()}
+        deltas = {k: (num(v) or 0.0) - (num(first.get(k)) or 0.0) for k, v in last.items()}
         # the model a person wrote (``ConvNet``) before the layers inside it (``Conv2d``)
         best = max(
             ((k, d) for k, d in deltas.items() if d > 0),
@@ -298,21 +294,21 @@ class Profile:
         """The user's line that allocated most of what survived the tracemalloc windows."""
         by_line: Dict[str, Tuple[float, List[str]]] = {}
         for w in self.windows:
-            for tb in _list(w.get("tracebacks")):
+            for tb in as_list(w.get("tracebacks")):
                 if not isinstance(tb, dict) or not isinstance(tb.get("user_line"), str):
                     continue
-                size = _num(tb.get("size")) or 0.0
-                frames = [str(f) for f in _list(tb.get("traceback"))][:8]
+                size = num(tb.get("size")) or 0.0
+                frames = [str(f) for f in as_list(tb.get("traceback"))][:8]
                 old = by_line.get(tb["user_line"], (0.0, frames))
                 by_line[tb["user_line"]] = (old[0] + size, old[1])
             if not by_line:
-                for line in _list(w.get("top")):
+                for line in as_list(w.get("top")):
                     if (
                         isinstance(line, dict)
                         and line.get("user")
                         and isinstance(line.get("line"), str)
                     ):
-                        by_line.setdefault(line["line"], (_num(line.get("size")) or 0.0, []))
+                        by_line.setdefault(line["line"], (num(line.get("size")) or 0.0, []))
         if not by_line:
             return None, []
         best = max(by_line.items(), key=lambda kv: kv[1][0])
@@ -346,146 +342,3 @@ def _step_name(holder: str) -> bool:
 def _blame_order(c: Container) -> Tuple[bool, float, float]:
     rounded = float(f"{c.per_step:.1g}") if c.per_step > 0 else 0.0
     return (c.complete, rounded, c.bytes or 0.0)
-
-
-# holder -> (x, length) at the first and at the last point of its dense length series
-Lengths = Dict[str, Tuple[float, float, float, float]]
-
-
-def build_profile(
-    census: Sequence[Any],
-    active: Optional[Iterable[str]] = None,
-    lengths: Optional[Lengths] = None,
-    settled: Optional[Iterable[str]] = None,
-    clock: Optional[Tuple[Array, Array]] = None,
-) -> Profile:
-    """Profile of one process from its census list (``Process.census``); ``active``: the
-    holders whose length series grows, when the verdicts are known; ``lengths``: their
-    dense length series' ends (the length now, not at the last census); ``clock``: the
-    process' step clock (see ``series.step_clock``), which places the censuses taken
-    while a stepping program paused between its steps (an evaluation between epochs)
-    on the step axis, just after the step before them."""
-    full = [c for c in census if isinstance(c, dict) and isinstance(c.get("types"), dict)]
-    stepped = [c for c in full if isinstance(c.get("step"), int)]
-    axis_step = len(stepped) >= 2
-    if axis_step:
-        entries, xs = _on_steps(full, clock)
-    else:
-        entries, xs = full, [_num(c.get("t")) or 0.0 for c in full]
-    windows = [
-        c["tracemalloc"]
-        for c in census
-        if isinstance(c, dict) and isinstance(c.get("tracemalloc"), dict)
-    ]
-    boxes = _containers(entries, xs)
-    if lengths:
-        boxes = [_with_series(b, lengths.get(b.holder)) for b in boxes]
-    return Profile(
-        entries=entries,
-        xs=xs,
-        containers=boxes,
-        windows=windows,
-        per="step" if axis_step else "second",
-        active=frozenset(active) if active is not None else None,
-        settled=frozenset(settled or ()),
-    )
-
-
-def _on_steps(
-    full: List[Dict[str, Any]], clock: Optional[Tuple[Array, Array]]
-) -> Tuple[List[Dict[str, Any]], List[float]]:
-    """The step-tagged censuses at their steps, and those taken without a step while the
-    program was between two of its steps at ``step + 0.5`` (a hundredth more for each
-    further one in the same pause). Censuses after the last step are left out: that
-    phase is judged on seconds (phases.py)."""
-    times, steps = clock if clock is not None and len(clock[0]) else (None, None)
-    entries: List[Dict[str, Any]] = []
-    xs: List[float] = []
-    for c in full:
-        step = c.get("step")
-        if isinstance(step, int):
-            x = float(step)
-        else:
-            t = _num(c.get("t"))
-            if t is None or times is None or steps is None or not times[0] <= t < times[-1]:
-                continue
-            x = float(steps[int(np.searchsorted(times, t, side="right")) - 1]) + 0.5
-        if xs and x <= xs[-1]:
-            if isinstance(step, int):
-                continue  # out of order: keep the axis increasing
-            x = xs[-1] + 0.01
-        entries.append(c)
-        xs.append(x)
-    return entries, xs
-
-
-def _containers(entries: List[Dict[str, Any]], xs: List[float]) -> List[Container]:
-    """Each holder's growth from the census before it was first seen to its last census."""
-    first_seen: Dict[str, int] = {}
-    last: Dict[str, Tuple[int, Dict[str, Any]]] = {}  # the census where it was longest
-    last_box_bytes: Dict[str, Any] = {}  # the latest size of its items
-    for i, entry in enumerate(entries):
-        for box in _list(entry.get("containers")):
-            if isinstance(box, dict) and isinstance(box.get("holder"), str):
-                first_seen.setdefault(box["holder"], i)
-                if _num(box.get("bytes")) is not None:
-                    last_box_bytes[box["holder"]] = box.get("bytes")
-                old = last.get(box["holder"])
-                if old is None or (_num(box.get("len")) or 0) >= (_num(old[1].get("len")) or 0):
-                    last[box["holder"]] = (i, box)
-    out: List[Container] = []
-    for holder, (i, box) in last.items():
-        j = first_seen[holder]
-        length = int(_num(box.get("len")) or 0)
-        base = _num(box.get("first_len"))
-        base_x = xs[j - 1] if j > 0 else xs[j]
-        if base is None:
-            base, base_x = length, xs[i]
-        growth = length - int(base)
-        span = xs[i] - base_x
-        per_step = growth / span if span > 0 else 0.0
-        elems = [str(t) for t in _list(box.get("elem_types")) if isinstance(t, str)]
-        chain = [str(c) for c in _list(box.get("chain"))]
-        out.append(
-            Container(
-                holder=holder,
-                type=str(box.get("type", "?")),
-                len=length,
-                per_step=per_step,
-                growth=growth,
-                elem_types=elems,
-                chain=chain,
-                complete=bool(box.get("complete", True)),
-                scalar=bool(box.get("scalar", False)),
-                bytes=_num(last_box_bytes.get(holder)),
-            )
-        )
-    return out
-
-
-def _with_series(box: Container, ends: Optional[Tuple[float, float, float, float]]) -> Container:
-    """A container's length now and its growth rate, from its dense series where it has one."""
-    if ends is None:
-        return box
-    x0, n0, x1, n1 = ends
-    if x1 <= x0 or n1 < box.len:
-        return box
-    base = min(n0, float(box.len - box.growth))
-    rate = (n1 - n0) / (x1 - x0)
-    return dataclasses.replace(
-        box, len=int(n1), growth=int(n1 - base), per_step=max(box.per_step, rate)
-    )
-
-
-def series_lengths(series: Dict[str, Any], axis_step: bool) -> Lengths:
-    """The first and last (x, length) of each ``container:<holder>:len`` series."""
-    out: Lengths = {}
-    for name, s in series.items():
-        holder = container_holder(name)
-        if holder is None or not name.endswith(":len"):
-            continue
-        xs = s.step if axis_step else s.t
-        pts = [(float(x), float(v)) for x, v in zip(xs, s.value) if isinstance(x, (int, float))]
-        if len(pts) >= 2:
-            out[holder] = (*pts[0], *pts[-1])
-    return out

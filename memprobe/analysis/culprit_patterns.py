@@ -1,0 +1,228 @@
+"""From a census profile to a culprit: which pattern explains one growing signal
+(:func:`culprit_for`), and the patterns other than the tensor ones (models kept, figures
+never closed, NumPy arrays kept, unbounded containers, objects of one type).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from memprobe.analysis.census import Container, Profile
+from memprobe.analysis.culprit_make import TENSOR, Culprit, evidence_of, make_culprit
+from memprobe.analysis.culprit_tensors import graph_culprit, growing_tensor, tensors_culprit
+from memprobe.analysis.hints import (
+    HINT_CONTAINER,
+    HINT_FIGURE,
+    HINT_HOOKS,
+    HINT_LRU,
+    HINT_MODULE,
+    HINT_NUMPY,
+    HINT_OBJECTS,
+)
+from memprobe.analysis.series import container_holder
+
+PYPLOT_FIGURES = "matplotlib.pyplot's open figures (Gcf.figs)"
+FIGURE = "matplotlib.figure.Figure"
+NDARRAY = "numpy.ndarray"
+
+
+def culprit_for(signal: str, prof: Profile) -> Optional[Culprit]:
+    """The culprit behind one growing signal of a process, or None when nothing explains it."""
+    if prof.n < 2:
+        # no census (a DataLoader worker): a watched container still names itself
+        return _named_by_signal(signal, prof)
+    holder = container_holder(signal)
+    if holder is not None:
+        box = next((b for b in prof.containers if b.holder == holder), None)
+        if prof.active is not None and holder not in prof.active:
+            box = None  # its own length series says it stopped: not what keeps growing
+        return _container(prof, box) if box is not None else primary(prof)
+    if signal.startswith("objects:"):
+        return _of_type(prof, signal[len("objects:") :])
+    if signal.startswith(("tensors:", "graph:")):
+        return graph_culprit(prof) or tensors_culprit(prof) or primary(prof)
+    if signal.startswith("modules:"):
+        return _modules(prof) or primary(prof)
+    if signal.startswith("figures:"):
+        return _kind(prof, FIGURE, "figures", HINT_FIGURE) or primary(prof)
+    if signal.startswith("ndarray:"):
+        return _kind(prof, NDARRAY, "ndarrays", HINT_NUMPY) or primary(prof)
+    return primary(prof)
+
+
+def _named_by_signal(signal: str, prof: Profile) -> Optional[Culprit]:
+    holder = container_holder(signal)
+    if holder is None:
+        return None
+    return make_culprit(
+        prof,
+        None,
+        holder,
+        False,
+        "unbounded container",
+        HINT_CONTAINER,
+        f"`{holder}` gains items every {prof.per} and is never cleared.",
+        {},
+        None,
+    )
+
+
+# -- patterns, most specific first -----------------------------------------------------------
+
+
+def primary(prof: Profile) -> Optional[Culprit]:
+    """The process-wide culprit, for signals that say only that memory grows."""
+    for fn in (graph_culprit, _modules, _figures, _numpy):
+        c = fn(prof)
+        if c is not None:
+            return c
+    box = prof.top_container() or prof.filled_in_turn()
+    if box is not None:
+        return _container(prof, box)
+    grown = growing_tensor(prof)
+    if grown is not None:
+        return grown
+    top = prof.top_type()
+    return _of_type(prof, top) if top is not None else None
+
+
+def _modules(prof: Profile) -> Optional[Culprit]:
+    rate = prof.rate("modules:count")
+    if rate <= 0 or prof.growth("modules:count") < 2:
+        return None
+    kinds = set(prof.kind_types("module"))
+    boxes = [b for b in prof.growing() if kinds.intersection(b.elem_types)]
+    box = max(boxes, key=lambda b: (b.complete, b.per_step), default=None)
+    if box is not None:
+        name = next(t for t in box.elem_types if t in kinds)
+    else:
+        name = prof.growing_module_type() or "torch.nn.Module"
+    ev = evidence_of(
+        per_step=rate,
+        module_type=name,
+        param_bytes_per_step=round(prof.rate("modules:param_bytes")),
+    )
+    sentence = (
+        f"{rate:.3g} more `{name}` instances per {prof.per} stay alive with their parameters."
+    )
+    if box is None:  # the models sit inside the items of a growing container (records)
+        box = prof.top_container()
+        if box is not None:
+            elem = box.elem_types[0] if box.elem_types else "item"
+            sentence = (
+                f"`{box.holder}` (a {box.type}) gains {box.per_step:.3g} {elem} per {prof.per} "
+                f"({box.len:,} now), holding {rate:.3g} more `{name}` instances per "
+                f"{prof.per} with their parameters."
+            )
+    return make_culprit(
+        prof,
+        name,
+        box.holder if box else None,
+        False,
+        "models kept",
+        HINT_MODULE,
+        sentence,
+        ev,
+        box,
+    )
+
+
+def _figures(prof: Profile) -> Optional[Culprit]:
+    return _kind(prof, FIGURE, "figures", HINT_FIGURE)
+
+
+def _numpy(prof: Profile) -> Optional[Culprit]:
+    return _kind(prof, NDARRAY, "ndarray", HINT_NUMPY)
+
+
+def _kind(prof: Profile, type_name: str, key: str, hint: str) -> Optional[Culprit]:
+    signal = "figures:count" if key == "figures" else "ndarray:count"
+    rate = prof.rate(signal)
+    if rate <= 0 or prof.growth(signal) < 4:
+        return None
+    box = prof.container_of(type_name)
+    if box is None and key == "figures":  # pyplot keeps a manager per open figure (Gcf.figs)
+        box = next(
+            (b for b in prof.growing() if any("FigureManager" in t for t in b.elem_types)), None
+        )
+    holder = box.holder if box else None
+    if holder is None and key == "figures":
+        # no container of the user's holds them: pyplot does, until plt.close(fig)
+        holder = PYPLOT_FIGURES
+    ev = evidence_of(per_step=rate)
+    if key != "figures":
+        ev["bytes_per_step"] = round(prof.rate("ndarray:bytes"))
+    where = " (kept open by pyplot)" if holder == PYPLOT_FIGURES else ""
+    return make_culprit(
+        prof,
+        type_name,
+        holder,
+        False,
+        key,
+        hint,
+        f"{rate:.3g} more live `{type_name}` per {prof.per}{where}.",
+        ev,
+        box,
+    )
+
+
+def _container(prof: Profile, box: Container) -> Culprit:
+    elem = box.elem_types[0] if box.elem_types else None
+    if elem is not None and _is_tensor(elem):
+        graph = graph_culprit(prof)
+        if graph is not None and graph.holds_autograd_graph and graph.pattern == "retained graphs":
+            return graph
+    if elem == FIGURE:
+        hint = HINT_FIGURE
+    elif elem == NDARRAY:
+        hint = HINT_NUMPY
+    elif elem is not None and prof.rate("modules:count") > 0 and elem == prof.growing_module_type():
+        hint = HINT_MODULE
+    elif box.holder.endswith(".<lru_cache>"):
+        hint = HINT_LRU
+    elif box.holder.endswith(("._backward_hooks", "._post_accumulate_grad_hooks")):
+        hint = HINT_HOOKS
+    else:
+        hint = HINT_CONTAINER
+    what = elem or "item"
+    ev = evidence_of(per_step=box.per_step, container_len=box.len, container_type=box.type)
+    return make_culprit(
+        prof,
+        elem or box.type,
+        box.holder,
+        False,
+        "unbounded container",
+        hint,
+        f"`{box.holder}` (a {box.type}) gains {box.per_step:.3g} {what} per {prof.per} "
+        f"({box.len:,} now).",
+        ev,
+        box,
+    )
+
+
+def _of_type(prof: Profile, name: str) -> Optional[Culprit]:
+    if _is_tensor(name):
+        return graph_culprit(prof) or tensors_culprit(prof)
+    box = prof.container_of(name)
+    if box is not None:
+        return _container(prof, box)
+    rate = prof.type_rate(name)
+    hint = {FIGURE: HINT_FIGURE, NDARRAY: HINT_NUMPY}.get(name, HINT_OBJECTS)
+    return make_culprit(
+        prof,
+        name,
+        None,
+        False,
+        "objects",
+        hint,
+        f"{rate:.3g} more live `{name}` objects per {prof.per}.",
+        evidence_of(per_step=rate),
+        None,
+    )
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def _is_tensor(name: str) -> bool:
+    return name in (TENSOR, "torch.nn.parameter.Parameter") or name.endswith("Tensor")
