@@ -21,7 +21,7 @@ from typing import Any, Iterator, List
 import pytest
 
 from conftest import ROOT, SCRIPTS, cli_env, load, main_process, run_cli
-from memprobe.bootstrap.memprobe_agent import census, graphs
+from memprobe.bootstrap.memprobe_agent import census, graphs, typeinfo
 
 torch = pytest.importorskip("torch")
 
@@ -62,7 +62,7 @@ def test_graph_counts_make_no_wrapper() -> None:
     keep: List[Any] = [torch.ones(3, requires_grad=True) * 2 for _ in range(30)]
     before = _live_wrappers()
     # WHEN the tensor pass of a census runs (its graph walk denied any wrapper)
-    holding, _ = census._tensor_stats(keep, census.Kinds(set()), 1, {}, {"tensors": {}}, 1e18, [])
+    holding, _ = census._tensor_stats(keep, typeinfo.Kinds(set()), 1, {}, {"tensors": {}}, 1e18, [])
     # THEN it found every graph-holding tensor and made no node wrapper
     assert len(holding) == 30
     assert _live_wrappers() == before

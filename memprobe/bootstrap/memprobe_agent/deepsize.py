@@ -38,9 +38,9 @@ import time
 import types
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
-from .census import mro, type_dict
 from .holders import instance_dict
 from .sizes import tensor_extent, torch_function_off
+from .typeinfo import mro, type_dict
 
 ITEMS = 256  # items walked per container; a longer one is sampled
 MIN_ITEMS = 16  # items of the outermost sampled container walked even past the deadline

@@ -18,7 +18,8 @@ import time
 import types
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from .census import CONTAINER_TYPES, mro, type_dict, type_name
+from .census import CONTAINER_TYPES
+from .typeinfo import mro, type_dict, type_name
 
 MAX_DEPTH = 7
 MAX_WIDTH = 40

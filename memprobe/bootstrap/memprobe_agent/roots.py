@@ -28,7 +28,7 @@ import weakref
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from . import frames
-from .census import CONTAINER_TYPES, mro, type_dict
+from .census import CONTAINER_TYPES
 from .holders import (
     FOLLOWABLE,
     LRU_WRAPPER,
@@ -38,6 +38,7 @@ from .holders import (
     lru_cache_dict,
     result,
 )
+from .typeinfo import mro, type_dict
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 USER_DEPTH = 3

@@ -24,8 +24,8 @@ import collections
 import sys
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from .census import mro
 from .holders import instance_dict
+from .typeinfo import mro
 
 SAMPLE = 32
 TENSOR_OBJECT_BYTES = 600  # beside its storage (see above)

@@ -38,7 +38,7 @@ import time
 import types
 from typing import Any, Callable, List, Optional, Set
 
-from .census import mro, type_dict
+from .typeinfo import mro, type_dict
 from .wire import parse_spec
 
 TRACE_FOR_S = 10.0

@@ -31,7 +31,7 @@ import weakref
 from typing import Any, Callable, Dict, List, Optional
 
 from . import deepsize
-from .census import mro, type_dict
+from .typeinfo import mro, type_dict
 
 MAX_WATCHES = 32
 MAX_NAME = 80

@@ -1,0 +1,296 @@
+"""A census as the expensive collectors take it: the object pass (census.py), the
+holders of graphs and containers named, what grew since the last census, the census
+message sent and what it says once (``census_sampled``, ``census_truncated``).
+
+``CensusTaker`` holds these steps; ``expensive.Expensive`` inherits them, sets up the
+state they read and write, and says when a census is due.
+
+Census message (``k: "census"``): ``v`` holds the scalar signals
+(``objects:<type>`` for the growing types only, ``tensors:*``, ``graph:*``,
+``ndarray:*``, ``modules:*``, ``figures:count``, ``container:<holder>:len``);
+the rest is the payload: ``seq``, ``objects_total``, ``stride``, ``types``,
+``growing_types``, ``tensors``, ``graphs``, ``ndarray``, ``modules``,
+``figures``, ``containers``, ``tracemalloc`` (when a window ended),
+``duration_s``, ``truncated``, ``budget``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Dict, List, Optional, Set, Tuple
+
+from . import carried, census, graphs, roots, threadsafe, wire
+from .budget import Budget
+from .containers import ContainerTracker
+from .tmwindow import TraceWindow
+
+MAX_WATCHED_TYPES = 12
+SUSPICIOUS_DELTA = 4  # items gained between two censuses that start a tracemalloc window
+# a container the gc does not track is looked for from the roots once it has this many items
+UNTRACKED_MIN_LEN = 16
+# counts whose growth may open a tracemalloc window (with the containers), and whether
+# their growth is heavy on its own: graphs, models and figures are; arrays and plain
+# tensors only when a container's items grow by bytes that count
+_GROWTH_KEYS = (
+    ("tensors:grad_fn_count", True),
+    ("graph:nodes", True),
+    ("modules:count", True),
+    ("figures:count", True),
+    ("ndarray:count", False),
+    ("tensors:count", False),
+)
+
+
+# Frame objects are made on demand by anything that looks at a stack (the agent's own
+# thread check and holder search included) and die with it; on their own they are never
+# the leak (a kept traceback shows as the container that keeps it).
+INTERPRETER_TYPES = frozenset(["frame"])
+
+
+class CensusTaker:
+    """The census steps of ``expensive.Expensive`` (which sets up this state and runs them
+    under its lock)."""
+
+    agent: Any
+    budget: Budget
+    tracker: ContainerTracker
+    tm: TraceWindow
+    graph_holders: carried.GraphHolders
+    max_objects: int
+    min_len: int
+    deadline_s: float
+    poll_s: float
+    deferred: int
+    seq: int
+    forced_left: int
+    based: bool
+    look_again: bool
+    had_graphs: bool
+    largest_before: int
+    census_due: float
+    poll_due: float
+    tm_allowed: float
+    last: Tuple[float, int]
+    rss_before: Optional[int]
+    prev_counts: Dict[str, int]
+    watched_types: Dict[str, int]
+    prev_v: Dict[str, float]
+    grew_before: Dict[str, bool]
+    box_bytes: Dict[str, Tuple[float, int]]
+    said: Set[Any]
+
+    def stopping(self) -> bool:
+        stop = getattr(self.agent, "_stop", None)
+        return bool(stop is not None and stop.is_set())
+
+    def _census(self, step: Optional[int], now: float, tm_result: Optional[Dict[str, Any]]) -> None:
+        if self.stopping():
+            return  # the process is exiting: touch nothing of the target's any more
+        # before the threads are checked: the read lets go of the GIL, and from the check to
+        # gc.get_objects() no other thread may run (it could start filling a tuple)
+        reader = getattr(self.agent, "rss", None)
+        rss_before = reader.read() if reader is not None else None
+        agent_thread = getattr(self.agent, "thread_ident", None)
+        if threadsafe.others_mid_iteration((threading.get_ident(), agent_thread)):
+            # another thread may be filling a tuple the census would hold: try again shortly
+            self.deferred += 1
+            if self.deferred in (1, 100, 10000):
+                self.agent.event(
+                    "census_deferred",
+                    f"census put off {self.deferred} time(s): "
+                    "another thread is inside a generator (see threadsafe.py)",
+                )
+            self.census_due = time.monotonic() + 0.05
+            return
+        t0 = time.perf_counter()
+        if step is not None and not self.based:
+            # growth is measured from the first census at a step boundary: what the imports
+            # and the set-up built before it is not a leak
+            self.based = True
+            self.prev_counts, self.tracker = {}, ContainerTracker()
+            self.watched_types.clear()
+        self.rss_before = rss_before
+        holder_deadline = time.perf_counter() + self.deadline_s / 2
+        res = census.take(
+            self.max_objects,
+            self.min_len,
+            self.deadline_s,
+            frozenset(self.watched_types),
+            lambda ids: {k: r["holder"] for k, r in roots.search(ids, holder_deadline).items()},
+            self.largest_before,
+        )
+        live = res.pop("live", {})
+        v: Dict[str, float] = res["v"]
+        payload: Dict[str, Any] = res["payload"]
+        counts: Dict[str, int] = payload.pop("_counts")
+        largest = (payload.get("tensors") or {}).get("largest")
+        if isinstance(largest, dict):
+            self.largest_before = int(largest.get("bytes", 0))
+        if self.stopping():
+            del res
+            return
+        holder_deadline = time.perf_counter() + self.deadline_s / 4
+        t_hold = time.perf_counter()
+        self.graph_holders.name(res, v, self.prev_v, payload, holder_deadline)
+        for obj in roots.untracked_containers(
+            max(self.min_len, UNTRACKED_MIN_LEN), holder_deadline
+        ):
+            res["containers"][id(obj)] = obj
+            res["lengths"][id(obj)] = len(obj)
+        obj = None
+        cv, entries = self.tracker.update(
+            res["containers"],
+            res["lengths"],
+            step,
+            holder_deadline,
+            {id(res), id(v), id(payload), id(counts)},
+        )
+        del res
+        payload["timings"]["holders_s"] = round(time.perf_counter() - t_hold, 4)
+        v.update(cv)
+        payload["containers"] = entries
+        self._types(counts, v, payload)
+        if self.tm.mode == "always" and self.tm.active and tm_result is None:
+            tm_result = self.tm.end(step or 0, now)
+        if tm_result is not None:
+            payload["tracemalloc"] = tm_result
+        cost = time.perf_counter() - t0
+        self.budget.charge("census", cost, now)
+        self.seq += 1
+        payload["duration_s"] = round(cost, 4)
+        payload["budget"] = self.budget.summary(now)
+        self.agent.emit(
+            {
+                "k": wire.K_CENSUS,
+                "t": now - self.agent.t0,
+                "step": step,
+                "seq": self.seq,
+                "v": v,
+                **payload,
+            }
+        )
+        self._say(payload)
+        self.agent.live.calibrate(live)
+        has_graphs = v.get("tensors:grad_fn_count", 0) > 0
+        self.look_again = has_graphs and not self.had_graphs
+        self.had_graphs = self.had_graphs or has_graphs
+        grew = self._grew(v, entries, step)
+        if (
+            self.tm.mode == "auto"
+            and not self.tm.active
+            and now >= self.tm_allowed
+            and not self.forced_left
+            and step is not None
+            and self._suspicious(grew)
+        ):
+            self.tm.begin(step, time.monotonic())
+        self.grew_before = grew
+        self.prev_v = v
+        done = time.monotonic()
+        self.last = (done, step or 0)
+        self.census_due = self.budget.next_after(done, cost)
+        pollable = self.tracker.pollable()
+        self.poll_due = done + self.agent.pace(self.poll_s, done) if pollable else float("inf")
+
+    def _types(self, counts: Dict[str, int], v: Dict[str, float], payload: Dict[str, Any]) -> None:
+        """``objects:<type>`` for the types that grow most (watched once seen: steady series);
+        tensors, modules, arrays and figures have signals of their own (``tensors:count``...)."""
+        prev = self.prev_counts
+        types = payload.get("types", {})
+        kind_types = {name for name, t in types.items() if isinstance(t, dict) and "kind" in t}
+        # autograd node wrappers: the graph signals count graphs, and the census' own reads
+        # of grad_fn make these wrappers (see graphs.py)
+        kind_types.update(graphs.node_type_names())
+        growing: List[Dict[str, Any]] = []
+        if prev:
+            for name, n in counts.items():
+                delta = n - prev.get(name, 0)
+                if (
+                    delta >= SUSPICIOUS_DELTA
+                    and not name.startswith("memprobe_agent")
+                    and name not in INTERPRETER_TYPES
+                    and name not in kind_types
+                ):
+                    growing.append({"type": name, "count": n, "delta": delta})
+            growing.sort(key=lambda g: -g["delta"])
+            for g in growing[:5]:
+                if len(self.watched_types) < MAX_WATCHED_TYPES:
+                    self.watched_types.setdefault(g["type"], self.seq)
+        self.prev_counts = counts
+        payload["growing_types"] = growing[:10]
+        types = payload["types"]
+        for name in self.watched_types:
+            n = counts.get(name, 0)
+            v[f"objects:{name}"] = n
+            types.setdefault(name, {"count": n})
+
+    def _grew(
+        self, v: Dict[str, float], entries: List[Dict[str, Any]], step: Optional[int]
+    ) -> Dict[str, bool]:
+        """What grew since the last census, by what -> heavy: the watched containers that
+        gained items (heavy when their items' bytes grew by a KiB a step or more), and the
+        counts of things that matter (graphs, modules, figures heavy; arrays, tensors not).
+        A bounded deque filling up (rich's progress samples, a replay buffer) is left out:
+        it stops at its maxlen."""
+        out: Dict[str, bool] = {}
+        boxes: Dict[str, Tuple[float, int]] = {}
+        for e in entries:
+            holder, nbytes = e.get("holder"), e.get("bytes")
+            if not isinstance(holder, str):
+                continue
+            if isinstance(nbytes, (int, float)) and step is not None:
+                boxes[holder] = (float(nbytes), step)
+            if e.get("grew", 0) < SUSPICIOUS_DELTA or e.get("scalar") or e.get("maxlen"):
+                continue
+            before = self.box_bytes.get(holder)
+            heavy = (
+                before is not None
+                and holder in boxes
+                and boxes[holder][1] > before[1]
+                and (boxes[holder][0] - before[0]) / (boxes[holder][1] - before[1]) >= 1024
+            )
+            out["box:" + holder] = heavy
+        self.box_bytes = boxes
+        for key, heavy in _GROWTH_KEYS:
+            if v.get(key, 0) - self.prev_v.get(key, v.get(key, 0)) >= SUSPICIOUS_DELTA:
+                out[key] = heavy
+        return out
+
+    def _suspicious(self, grew: Dict[str, bool]) -> bool:
+        """Worth a tracemalloc window (allocation-heavy code runs several times slower in
+        one): something that grew at this census and at the one before, and is heavy there
+        (a Hugging Face Trainer's ``log_history`` gains a small dict every few steps, every
+        census: a 2.4 s window for nothing)."""
+        return any(heavy and key in self.grew_before for key, heavy in grew.items())
+
+    def _say(self, payload: Dict[str, Any]) -> None:
+        stride = payload.get("stride", 1)
+        if stride > 1 and "sampled" not in self.said:
+            self.said.add("sampled")
+            self.agent.event(
+                "census_sampled",
+                f"heap of {payload['objects_total']:,} objects: the census counts "
+                f"every {stride}th object (cap {self.max_objects:,}); counts are "
+                "estimates",
+            )
+        graphs_cut = (payload.get("graphs") or {}).get("cut")
+        for part in payload.get("truncated", []):
+            why = graphs_cut if part == "graphs" and graphs_cut else "deadline"
+            if (part, why) in self.said:
+                continue
+            self.said.add((part, why))
+            if why == "wrappers":
+                message = (
+                    f"autograd graphs not sized: {graphs.MAX_LIVE_WRAPPERS:,} node wrappers "
+                    "are alive; walking further would make more, and each one deepens "
+                    "torch's teardown of the graph (graph counts stay exact)"
+                )
+            elif why == "nodes":
+                message = f"census graphs cut off after {graphs.MAX_NODES:,} nodes"
+            else:
+                message = (
+                    f"census {part} cut off after {self.deadline_s:g} s; "
+                    "its figures are estimates from the part walked"
+                )
+            self.agent.event("census_truncated", message)

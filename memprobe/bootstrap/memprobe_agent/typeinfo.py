@@ -1,0 +1,91 @@
+"""Type objects read without running their code: a name, an MRO, a namespace, whether a type
+is a heap type, and which present types are tensors, arrays, modules and figures.
+
+Attributes are read through ``type``'s own descriptors, so a metaclass cannot intercept
+them (see census.py).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Dict, Set, Tuple
+
+_TYPE_MODULE = type.__dict__["__module__"]
+_TYPE_QUALNAME = type.__dict__["__qualname__"]
+_TYPE_MRO = type.__dict__["__mro__"]
+_TYPE_DICT = type.__dict__["__dict__"]
+
+
+def type_name(cls: type) -> str:
+    """``module.QualName`` read through ``type``'s own descriptors (no metaclass code runs)."""
+    try:
+        mod = _TYPE_MODULE.__get__(cls, type)
+        qual = _TYPE_QUALNAME.__get__(cls, type)
+    except Exception:  # noqa: BLE001
+        return "?"
+    if not isinstance(mod, str) or mod == "builtins":
+        return str(qual)
+    return f"{mod}.{qual}"
+
+
+def mro(cls: type) -> Tuple[type, ...]:
+    try:
+        value = _TYPE_MRO.__get__(cls, type)
+    except Exception:  # noqa: BLE001
+        return ()
+    return value if isinstance(value, tuple) else ()
+
+
+def type_dict(cls: type) -> Any:
+    """A class' own namespace (a read-only mapping), without metaclass code."""
+    try:
+        return _TYPE_DICT.__get__(cls, type)
+    except Exception:  # noqa: BLE001
+        return {}
+
+
+class Kinds:
+    """Which present types are tensors, arrays, modules, figures (computed per census)."""
+
+    def __init__(self, present: Any) -> None:
+        torch = sys.modules.get("torch")
+        bases: Dict[str, Any] = {}
+        if torch is not None:
+            bases["tensor"] = torch.__dict__.get("Tensor")
+            mod = sys.modules.get("torch.nn.modules.module")
+            bases["module"] = mod.__dict__.get("Module") if mod is not None else None
+        np = sys.modules.get("numpy")
+        if np is not None:
+            bases["ndarray"] = np.__dict__.get("ndarray")
+        fig = sys.modules.get("matplotlib.figure")
+        if fig is not None:
+            bases["figure"] = fig.__dict__.get("Figure")
+        self.of: Dict[type, str] = {}
+        wanted = {b: k for k, b in bases.items() if isinstance(b, type)}
+        if not wanted:
+            return
+        for cls in present:
+            for base in mro(cls):
+                kind = wanted.get(base)
+                if kind is not None:
+                    self.of[cls] = kind
+                    break
+        param = None
+        if torch is not None:
+            nn_param = sys.modules.get("torch.nn.parameter")
+            param = nn_param.__dict__.get("Parameter") if nn_param is not None else None
+        self.param_types: Set[type] = {
+            c for c, k in self.of.items() if k == "tensor" and param in mro(c)
+        }
+
+
+_FLAGS = type.__dict__["__flags__"]
+_HEAPTYPE = 1 << 9
+
+
+def is_heap_type(cls: type) -> bool:
+    """Instances of a heap type hold a reference to it: ``sys.getrefcount(cls)`` counts them."""
+    try:
+        return bool(_FLAGS.__get__(cls, type) & _HEAPTYPE)
+    except Exception:  # noqa: BLE001
+        return False
