@@ -4,7 +4,8 @@ Most leaking containers hang a few steps below a root: ``__main__.losses``,
 ``__main__.trainer.actor_losses``, ``train.py:main:losses``,
 ``train.py:main:self.history``. Walking down from those roots finds them for
 the price of a few hundred dict lookups, where a referrer search scans the
-whole heap once per level. Whatever this walk misses goes to ``holders``.
+whole heap once per level. Whatever this walk misses goes to ``holders``. The roots
+themselves, and which code is the target's own, come from ``userroots``.
 
 Order of preference: the target's own modules (``__main__`` first), then the
 function frames of the target's own code in every thread (outermost first:
@@ -20,8 +21,6 @@ from __future__ import annotations
 
 import collections
 import gc
-import os
-import sys
 import time
 import types
 import weakref
@@ -39,8 +38,11 @@ from .holders import (
     result,
 )
 from .typeinfo import mro, type_dict
+from .userroots import LIBS, USER, Start, frame_roots, modules
+from .userroots import is_user_file as is_user_file
+from .userroots import is_user_module as is_user_module
+from .userroots import library_dirs as library_dirs
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
 USER_DEPTH = 3
 # what the shallow pass missed is looked for again this deep, breadth first on a node budget
 # of its own: a framework keeps the user's objects a few levels down
@@ -66,52 +68,7 @@ _LEAVES = (
     slice,
 )
 
-
-def library_dirs() -> List[str]:
-    """Where the standard library and installed packages live (not the target's own code).
-
-    From ``sys`` alone: ``sysconfig`` would import a ``_sysconfigdata`` module into the target.
-    """
-    dirs = set()
-    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
-    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}:
-        for lib in ("lib", "lib64", "Lib"):
-            dirs.add(os.path.abspath(os.path.join(prefix, lib, version)))
-            dirs.add(os.path.abspath(os.path.join(prefix, lib)))
-    for p in sys.path:
-        if p.endswith(("site-packages", "dist-packages")):
-            dirs.add(os.path.abspath(p))
-    return sorted(dirs)
-
-
 _WEAKREF_OFFSET = type.__dict__["__weakrefoffset__"]
-_LIBS = library_dirs()
-_USER: Dict[str, bool] = {}  # module name -> the target's own code (not stdlib, not installed)
-_USER_FILE: Dict[str, bool] = {}  # co_filename -> the target's own code
-
-# (label, origin, first steps and values): where a walk starts
-Start = Tuple[str, Optional[Tuple[Any, ...]], List[Tuple[Step, Any]]]
-
-
-def is_user_file(filename: str) -> bool:
-    """Code the target wrote: not the agent, the standard library or an installed package
-    (``<stdin>``, ``<string>`` and notebook cells count as the user's)."""
-    known = _USER_FILE.get(filename)
-    if known is None:
-        if filename.startswith(_HERE):
-            known = False
-        elif filename.startswith("<"):
-            known = not filename.startswith("<frozen")
-        else:
-            path = os.path.abspath(filename)
-            known = not any(path.startswith(x + os.sep) for x in _LIBS)
-        _USER_FILE[filename] = known
-    return known
-
-
-def is_user_module(name: str) -> bool:
-    """A module of the target's own code (known once the walk has looked at it)."""
-    return bool(_USER.get(name))
 
 
 def search(targets: Set[int], deadline: float) -> Dict[int, Dict[str, Any]]:
@@ -121,12 +78,12 @@ def search(targets: Set[int], deadline: float) -> Dict[int, Dict[str, Any]]:
         return found
     seen: Set[int] = set()
     budget = [MAX_NODES]
-    user_mods, lib_mods = _modules(_LIBS)
+    user_mods, lib_mods = modules(LIBS)
     starts: List[Start] = [
         (name, ("module", name), [(("key", k), v) for k, v in _dict_items(d)])
         for name, d in user_mods
     ]
-    starts.extend(_frames())
+    starts.extend(frame_roots())
     for label, origin, items in starts:
         _walk_items(label, origin, items, USER_DEPTH, targets, found, seen, budget, deadline)
         if len(found) == len(targets):
@@ -169,12 +126,12 @@ def find_matching(
     """
     out: List[Tuple[str, Any]] = []
     seen: Set[int] = set()
-    user_mods, _ = _modules(_LIBS)
+    user_mods, _ = modules(LIBS)
     starts: List[Start] = [
         (name, ("module", name), [(("key", k), v) for k, v in _dict_items(d)])
         for name, d in user_mods
     ]
-    starts.extend(_frames())
+    starts.extend(frame_roots())
     for label, origin, items in starts:
         level = [(v, [step]) for step, v in items]
         for d in range(depth):
@@ -226,41 +183,6 @@ def _looked_into(value: Any) -> bool:
     if cls in _SEQS:
         return False
     return cls not in _DICTS or len(value) <= SMALL_DICT
-
-
-def _modules(libs: List[str]) -> Tuple[List[Tuple[str, Any]], List[Tuple[str, Any]]]:
-    user: List[Tuple[str, Any]] = []
-    lib: List[Tuple[str, Any]] = []
-    for name, mod in list(sys.modules.items()):
-        if type(mod) is not types.ModuleType or name.startswith("memprobe_agent"):
-            continue
-        d = vars(mod)
-        if name == "__main__":
-            user.insert(0, (name, d))
-            continue
-        is_user = _USER.get(name)
-        if is_user is None:
-            path = d.get("__file__")
-            is_user = _USER[name] = isinstance(path, str) and not any(
-                os.path.abspath(path).startswith(x + os.sep) for x in libs
-            )
-        (user if is_user else lib).append((name, d))
-    return user, lib
-
-
-def _frames() -> List[Start]:
-    """The target's own function frames in every thread, outermost first, with their locals
-    (read through ``frames.local_items``: nothing is left referenced by the frame)."""
-    out: List[Start] = []
-    for whose, stack in frames.thread_stacks():
-        mine = [f for f in stack if is_user_file(f.f_code.co_filename)]
-        for f in reversed(mine):  # outermost first: main() before the step it calls
-            code = f.f_code
-            label = f"{os.path.basename(code.co_filename)}:{code.co_name}"
-            origin = ("frame", frames.code_key(code))
-            items = frames.local_items(f, whose)
-            out.append((label, origin, [(("local", k), v) for k, v in items]))
-    return out
 
 
 def _walk_items(
@@ -405,7 +327,7 @@ def _class_children(cls: Any) -> List[Tuple[Step, Any]]:
     """Class attributes of the target's own classes (``Tracker.records = []``)."""
     ns = type_dict(cls)
     module = ns.get("__module__") if hasattr(ns, "get") else None
-    if not isinstance(module, str) or not (module == "__main__" or _USER.get(module)):
+    if not isinstance(module, str) or not (module == "__main__" or USER.get(module)):
         return []
     return [
         (("classattr", k), v)

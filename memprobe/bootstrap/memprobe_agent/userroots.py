@@ -1,0 +1,97 @@
+"""The user's roots: which code is the target's own (not the agent, the standard library
+or an installed package), and where a walk from the roots starts: the target's own
+modules (``__main__`` first) and the function frames of its code in every thread.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import types
+from typing import Any, Dict, List, Optional, Tuple
+
+from . import frames
+from .holders import Step
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def library_dirs() -> List[str]:
+    """Where the standard library and installed packages live (not the target's own code).
+
+    From ``sys`` alone: ``sysconfig`` would import a ``_sysconfigdata`` module into the target.
+    """
+    dirs = set()
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}:
+        for lib in ("lib", "lib64", "Lib"):
+            dirs.add(os.path.abspath(os.path.join(prefix, lib, version)))
+            dirs.add(os.path.abspath(os.path.join(prefix, lib)))
+    for p in sys.path:
+        if p.endswith(("site-packages", "dist-packages")):
+            dirs.add(os.path.abspath(p))
+    return sorted(dirs)
+
+
+LIBS = library_dirs()
+USER: Dict[str, bool] = {}  # module name -> the target's own code (not stdlib, not installed)
+_USER_FILE: Dict[str, bool] = {}  # co_filename -> the target's own code
+
+# (label, origin, first steps and values): where a walk starts
+Start = Tuple[str, Optional[Tuple[Any, ...]], List[Tuple[Step, Any]]]
+
+
+def is_user_file(filename: str) -> bool:
+    """Code the target wrote: not the agent, the standard library or an installed package
+    (``<stdin>``, ``<string>`` and notebook cells count as the user's)."""
+    known = _USER_FILE.get(filename)
+    if known is None:
+        if filename.startswith(_HERE):
+            known = False
+        elif filename.startswith("<"):
+            known = not filename.startswith("<frozen")
+        else:
+            path = os.path.abspath(filename)
+            known = not any(path.startswith(x + os.sep) for x in LIBS)
+        _USER_FILE[filename] = known
+    return known
+
+
+def is_user_module(name: str) -> bool:
+    """A module of the target's own code (known once the walk has looked at it)."""
+    return bool(USER.get(name))
+
+
+def modules(libs: List[str]) -> Tuple[List[Tuple[str, Any]], List[Tuple[str, Any]]]:
+    user: List[Tuple[str, Any]] = []
+    lib: List[Tuple[str, Any]] = []
+    for name, mod in list(sys.modules.items()):
+        if type(mod) is not types.ModuleType or name.startswith("memprobe_agent"):
+            continue
+        d = vars(mod)
+        if name == "__main__":
+            user.insert(0, (name, d))
+            continue
+        is_user = USER.get(name)
+        if is_user is None:
+            path = d.get("__file__")
+            is_user = USER[name] = isinstance(path, str) and not any(
+                os.path.abspath(path).startswith(x + os.sep) for x in libs
+            )
+        (user if is_user else lib).append((name, d))
+    return user, lib
+
+
+def frame_roots() -> List[Start]:
+    """The target's own function frames in every thread, outermost first, with their locals
+    (read through ``frames.local_items``: nothing is left referenced by the frame)."""
+    out: List[Start] = []
+    for whose, stack in frames.thread_stacks():
+        mine = [f for f in stack if is_user_file(f.f_code.co_filename)]
+        for f in reversed(mine):  # outermost first: main() before the step it calls
+            code = f.f_code
+            label = f"{os.path.basename(code.co_filename)}:{code.co_name}"
+            origin = ("frame", frames.code_key(code))
+            items = frames.local_items(f, whose)
+            out.append((label, origin, [(("local", k), v) for k, v in items]))
+    return out
