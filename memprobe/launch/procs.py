@@ -37,6 +37,16 @@ FULL_BUDGET = 0.15
 # parent): there USS and PSS show pages turning private and keep their pace (spaced out, a
 # parent whose workers un-shared its pages was judged to leak, in one full-suite run).
 TARGET_SHARE = 0.02
+# The walk costs the process far more than its own length, though: its allocator's mmap and
+# munmap wait on the lock the walk holds (spinning, so in CPU too). An accelerate run
+# (32,000 steps of 2 ms, 500 MiB) read as above ran 1.12x as long as a plain run beside it
+# (target's CPU 1.10x); read once at its start and never again, 1.02x (0.99x; 2 rounds each,
+# side by side). So once a process alone has had its first EARLY_S seconds at the pace
+# above, it is read under LATE_SHARE of its time (16 ms a read: every 8 s). Its RSS, read
+# by its agent at every step boundary, carries the rest of the run; the stored corpus
+# records thinned this way keep every verdict idle (135 runs) and all but one busy
+# (``wild_b/ok_shard_embedding_export``, 21 s, settled by its USS at 26 points, not at 25).
+LATE_SHARE = 0.002
 # a process' first seconds may be read twice as often (still within the budgets), so that a
 # short run or a worker that lives a dozen seconds gets enough points to judge; the outside
 # samples' pace (OUTSIDE_EVERY_S) caps that today, see above
@@ -105,12 +115,12 @@ class TreeSampler:
 
     def full_interval(self, pid: int, n_procs: int, now: Optional[float] = None) -> float:
         """Seconds between two USS/PSS reads of one process: the tree's reads together
-        stay under ``full_budget`` of a core, a process alone's under ``TARGET_SHARE`` of
-        its time; half the spacing in its first ``EARLY_S``."""
+        stay under ``full_budget`` of a core, a process alone's under twice ``TARGET_SHARE``
+        of its time in its first ``EARLY_S``, under ``LATE_SHARE`` after."""
         cost = self._full_cost.get(pid, 0.0)
-        every, share = self.full_every_s, TARGET_SHARE
+        every, share = self.full_every_s, LATE_SHARE
         if now is not None and now - self._first_seen.get(pid, float("-inf")) < EARLY_S:
-            every, share = every / 2, share * 2
+            every, share = every / 2, TARGET_SHARE * 2
         alone = cost / share if n_procs == 1 else 0.0
         return max(every, n_procs * cost / self.full_budget, alone)
 
