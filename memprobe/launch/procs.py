@@ -27,15 +27,17 @@ FULL_BUDGET = 0.15
 # its allocator does all the time. A Lightning run (470 MiB, 16 ms a read) read 4 times a
 # second by another process ran 1.046x as long as a plain run beside it (1.044-1.055, 3
 # rounds; two plain runs side by side: 1.000-1.056). So a process alone is also read no more
-# often than keeps the walks under TARGET_SHARE of its time: 16 ms a read, every 0.8 s.
+# often than keeps the walks under a share of its time: twice TARGET_SHARE in its first
+# EARLY_S (16 ms a read, every 0.4 s), LATE_SHARE after (below).
 # (The outside samples come every OUTSIDE_EVERY_S, 0.5 s, so a process was in fact read about
 # 1.6 times a second, and "twice as often early" below does not happen. The Lightning run's
 # reads went from 1.6 to 1.0-1.2 a second: 6-10 ms of lock a second less, a saving under
-# the noise of a wall-time comparison on this machine.) Not less than 2 %: the corpus
-# records' USS/PSS thinned as 1 % would space them turned two correct scripts from no_leak
-# to inconclusive (busy). Not in a tree of processes (forked DataLoader workers and their
-# parent): there USS and PSS show pages turning private and keep their pace (spaced out, a
-# parent whose workers un-shared its pages was judged to leak, in one full-suite run).
+# the noise of a wall-time comparison on this machine.) Not less than 2 % early: the corpus
+# records' USS/PSS thinned over the whole run as 1 % would space them turned two correct
+# scripts from no_leak to inconclusive (busy). Not in a tree of processes (forked
+# DataLoader workers and their parent): there USS and PSS show pages turning private and
+# keep their pace (spaced out, a parent whose workers un-shared its pages was judged to
+# leak, in one full-suite run).
 TARGET_SHARE = 0.02
 # The walk costs the process far more than its own length, though: its allocator's mmap and
 # munmap wait on the lock the walk holds (spinning, so in CPU too). An accelerate run
@@ -47,9 +49,9 @@ TARGET_SHARE = 0.02
 # records thinned this way keep every verdict idle (135 runs) and all but one busy
 # (``wild_b/ok_shard_embedding_export``, 21 s, settled by its USS at 26 points, not at 25).
 LATE_SHARE = 0.002
-# a process' first seconds may be read twice as often (still within the budgets), so that a
-# short run or a worker that lives a dozen seconds gets enough points to judge; the outside
-# samples' pace (OUTSIDE_EVERY_S) caps that today, see above
+# a process alone's first seconds are read under twice TARGET_SHARE (still within the
+# budgets), so that a short run or a worker that lives a dozen seconds gets enough points to
+# judge; the outside samples' pace (OUTSIDE_EVERY_S) caps that, see above
 EARLY_S = 20.0
 
 Sample = Tuple[int, Optional[int], Dict[str, float]]
