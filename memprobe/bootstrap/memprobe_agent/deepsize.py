@@ -31,52 +31,29 @@ README); an exact walk of the same list would cost about a second.
 
 from __future__ import annotations
 
-import collections
 import itertools
 import sys
 import time
-import types
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
+from .deeptypes import (
+    BASES,
+    GC_HEADER,
+    basicsize,
+    builtin_base,
+    builtin_sizeof,
+    classify,
+    kinds,
+    slot_values,
+)
 from .holders import instance_dict
 from .sizes import tensor_extent, torch_function_off
-from .typeinfo import mro, type_dict
 
 ITEMS = 256  # items walked per container; a longer one is sampled
 MIN_ITEMS = 16  # items of the outermost sampled container walked even past the deadline
 MAX_DEPTH = 8
 DEADLINE_S = 0.02
-_GC_HEADER = 16
-_BASICSIZE = type.__dict__["__basicsize__"]
-_ATOMS = frozenset([int, float, complex, bool, str, bytes, bytearray, type(None), range])
 _PLAIN_KEYS = frozenset([int, str, float, bytes, bool, type(None)])
-# builtin bases and how their items are read: a subclass of one is sized as it is
-_BASES: Dict[type, str] = {
-    list: "seq",
-    tuple: "seq",
-    collections.deque: "iter",
-    set: "iter",
-    frozenset: "iter",
-    dict: "map",
-}
-# never walked into: not what an object holds (and each reaches a whole program)
-_OPAQUE = frozenset(
-    [
-        type,
-        types.ModuleType,
-        types.FunctionType,
-        types.BuiltinFunctionType,
-        types.MethodType,
-        types.CodeType,
-        types.FrameType,
-        types.TracebackType,
-        types.GeneratorType,
-        types.CoroutineType,
-        staticmethod,
-        classmethod,
-        property,
-    ]
-)
 
 
 class Estimate(NamedTuple):
@@ -203,14 +180,14 @@ class _Walk:
 
     def _own(self, obj: Any, cls: type, kind: str, depth: int, key: int) -> float:
         if kind in ("seq", "iter", "map"):
-            total = float(_builtin_sizeof(obj, cls)) + self._items(obj, kind, depth, key)
+            total = float(builtin_sizeof(obj, cls)) + self._items(obj, kind, depth, key)
         else:
-            total = float(_basicsize(cls) + _GC_HEADER)
-        if cls not in _BASES:  # an instance of the program's class (or a builtin's subclass)
+            total = float(basicsize(cls) + GC_HEADER)
+        if cls not in BASES:  # an instance of the program's class (or a builtin's subclass)
             d = instance_dict(obj)
             if d is not None:
                 total += sys.getsizeof(d) + self._each(list(d.values()), depth, key)
-            slots = _slot_values(obj, cls)
+            slots = slot_values(obj, cls)
             if slots:
                 total += self._each(slots, depth, key)
         return total
@@ -219,7 +196,7 @@ class _Walk:
         return sum(self.size(i, depth + 1, parent) for i in items)
 
     def _items(self, obj: Any, base: str, depth: int, key: int) -> float:
-        builtin: Any = _builtin_base(type(obj))
+        builtin: Any = builtin_base(type(obj))
         try:
             n = builtin.__len__(obj) if builtin is not None else 0
         except Exception:  # noqa: BLE001
@@ -332,70 +309,3 @@ def _pick(obj: Any, builtin: Any, stride: int) -> List[Any]:
     if builtin in (list, tuple):
         return list(builtin.__getitem__(obj, slice(None, None, stride)))
     return list(itertools.islice(builtin.__iter__(obj), 0, None, stride))
-
-
-def _builtin_base(cls: type) -> Optional[type]:
-    for b in mro(cls):
-        if b in _BASES:
-            return b
-    return None
-
-
-def classify(cls: type, kinds: Dict[type, str]) -> str:
-    """atom | tensor | ndarray | opaque | seq | iter | map | obj, from the type alone."""
-    if cls in _ATOMS:
-        return "atom"
-    for b in mro(cls):
-        kind = kinds.get(b) or _BASES.get(b)
-        if kind is not None:
-            return kind
-        if b in _OPAQUE:
-            return "opaque"
-    return "obj"
-
-
-def _builtin_sizeof(obj: Any, cls: type) -> int:
-    """The builtin base's own ``__sizeof__`` (never a subclass' override) plus the GC header."""
-    for b in mro(cls):
-        if b in _BASES:
-            base: Any = b
-            try:
-                return int(base.__sizeof__(obj)) + _GC_HEADER
-            except Exception:  # noqa: BLE001
-                break
-    return _basicsize(cls) + _GC_HEADER
-
-
-def _basicsize(cls: type) -> int:
-    try:
-        return int(_BASICSIZE.__get__(cls, type))
-    except Exception:  # noqa: BLE001
-        return 0
-
-
-def _slot_values(obj: Any, cls: type) -> List[Any]:
-    """Values of ``__slots__`` members, read through their C member descriptors."""
-    out: List[Any] = []
-    for b in mro(cls):
-        if b in _BASES or b is object:
-            continue
-        for name, desc in list(type_dict(b).items()):
-            if type(desc) is types.MemberDescriptorType and name not in ("__weakref__",):
-                try:
-                    out.append(desc.__get__(obj, cls))
-                except Exception:  # noqa: BLE001 - an empty slot
-                    continue
-    return out
-
-
-def kinds() -> Dict[type, str]:
-    out: Dict[type, str] = {}
-    torch = sys.modules.get("torch")
-    tensor = torch.__dict__.get("Tensor") if torch is not None else None
-    if isinstance(tensor, type):
-        out[tensor] = "tensor"
-    np = sys.modules.get("numpy")
-    ndarray = np.__dict__.get("ndarray") if np is not None else None
-    if isinstance(ndarray, type):
-        out[ndarray] = "ndarray"
-    return out

@@ -30,7 +30,7 @@ import types
 import weakref
 from typing import Any, Callable, Dict, List, Optional
 
-from . import deepsize
+from . import deepsize, deeptypes
 from .typeinfo import mro, type_dict
 
 MAX_WATCHES = 32
@@ -160,7 +160,7 @@ def _len_fn(cls: type) -> Optional[Callable[[Any], Any]]:
     """``len`` where the type's ``__len__`` is C code; the Python function where it is the
     program's own; None where it has none (and for tensors and arrays: their length is
     their first dimension, a shape, not what they hold)."""
-    if deepsize.classify(cls, deepsize.kinds()) in ("tensor", "ndarray"):
+    if deeptypes.classify(cls, deeptypes.kinds()) in ("tensor", "ndarray"):
         return None
     for base in mro(cls):
         fn = type_dict(base).get("__len__")
