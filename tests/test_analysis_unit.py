@@ -254,12 +254,15 @@ def test_heap_count_backed_by_heap_blocks_is_a_leak() -> None:
 
 
 def test_fragmentation_is_a_finding_but_not_a_leak() -> None:
-    # GIVEN CUDA reserved growing 2 MiB/step while allocated stays flat
+    # GIVEN CUDA reserved growing 2 MiB/step while allocated stays flat, and the agent's
+    # cached-free figure (reserved - allocated) growing with it
     rng = np.random.default_rng(6)
+    allocated = 5e8 + rng.normal(0, 1e4, 200)
     record = _record(
         {
             "cuda:0/reserved_bytes": 1e9 + 2**21 * STEPS,
-            "cuda:0/allocated_bytes": 5e8 + rng.normal(0, 1e4, 200),
+            "cuda:0/allocated_bytes": allocated,
+            "cuda:0/cached_free_bytes": 1e9 + 2**21 * STEPS - allocated,
             "rss_bytes": 3e8 + rng.normal(0, 1e5, 200),
         },
         limits=Limits(ram_bytes=2**34, gpu_bytes=[80 * 2**30]),
@@ -283,6 +286,19 @@ def test_projection_uses_the_gpu_limit_for_cuda_signals() -> None:
     assert proj is not None
     assert proj["step"] == 70 and proj["t_s"] == pytest.approx(140.0)
     assert proj["limit_bytes"] == 80 * 2**30
+
+
+@pytest.mark.parametrize("signal", ["nvml:0/used_bytes", "tensors:cuda:0_bytes"])
+def test_the_drivers_view_and_device_tensors_project_to_the_gpu_limit(signal: str) -> None:
+    # GIVEN the driver's per-process figure (or the census' device tensors) growing 1 GiB/step
+    # from 10 GiB, in a process whose RSS is 2 GiB, with 16 GiB of RAM and an 80 GiB GPU
+    v = judge_series(
+        np.arange(50.0), 10 * 2**30 + 2**30 * np.arange(50.0), "bytes", t=np.arange(50.0) * 2.0
+    )
+    limits = Limits(ram_bytes=2**34, gpu_bytes=[80 * 2**30])
+    proj = project_oom(signal, v, limits, ram_level=2 * 2**30)
+    # THEN it is the GPU that fills, from its own level: step 70, not RAM from the RSS level
+    assert proj is not None and proj["limit_bytes"] == 80 * 2**30 and proj["step"] == 70
 
 
 def test_worker_uss_leak_with_flat_rss_gets_the_dataloader_hint() -> None:

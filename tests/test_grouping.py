@@ -111,6 +111,34 @@ def test_retained_at_the_projected_limit() -> None:
     assert out[0].retained_bytes_at_oom == 10 * MIB + 1024 * 1000
 
 
+def test_a_gpu_that_fills_first_leads_the_finding() -> None:
+    # GIVEN a list that keeps one device tensor a step: the device gains 512 KiB a step and
+    # reaches its limit in 5 minutes; the host gains the Python objects, 1.6 KiB a step
+    def projected(f: Finding, t_s: float, step: int, slope: float) -> Finding:
+        proj = {"step": step, "t_s": t_s, "limit_bytes": 1}
+        return Finding(**{**f.__dict__, "projected_oom": proj, "slope_per_step": slope})
+
+    holder = ("__main__.debug", "torch.Tensor", "tensors kept")
+    uss = projected(finding("uss_bytes", *holder, growth=40 * MIB), 9e4, 8 * 10**7, 1600.0)
+    gpu = projected(
+        finding("cuda:0/allocated_bytes", *holder, growth=14 * 2**30), 326, 287_399, 2**19
+    )
+    nvml = projected(finding("nvml:0/used_bytes", *holder, growth=14 * 2**30), 320, 285_000, 2**19)
+    container = finding("container:__main__.debug:len", *holder)
+    # WHEN grouped
+    out = group_findings([container, uss, nvml, gpu])
+    # THEN one finding, led by the allocator's device signal (its projection is the run's),
+    # holding what the host and the device gained together
+    assert len(out) == 1
+    lead = out[0]
+    assert lead.signal == "cuda:0/allocated_bytes" and lead.signals[0] == lead.signal
+    assert lead.projected_oom is not None and lead.projected_oom["step"] == 287_399
+    assert lead.retained_bytes == 40 * MIB + 14 * 2**30
+    # AND without the device, the host's memory leads as before
+    alone = group_findings([container, uss])
+    assert alone[0].signal == "uss_bytes" and alone[0].retained_bytes == 40 * MIB
+
+
 # -- carried graphs and growing holders --------------------------------------------------------
 
 

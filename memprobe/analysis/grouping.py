@@ -21,7 +21,8 @@ what autograd graphs keep in C++, invisible to the item sizes).
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, List, Optional, Tuple
+import re
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from memprobe.analysis.findings import rate_text_of
 from memprobe.analysis.series import container_holder, family_of
@@ -32,6 +33,8 @@ __all__ = ["group_findings"]
 
 _FAMILY_ORDER = {"memory": 0, "object": 1, "heap": 2}
 _MEMORY_ORDER = ("uss_bytes", "rss_bytes", "pss_bytes")  # what the OS charges the process
+# the device's memory that a process holds: its allocator's tensors, the driver's view of it
+_DEVICE_MEMORY = re.compile(r"^(cuda:\d+/allocated_bytes|nvml:\d+/used_bytes)$")
 
 
 def group_findings(findings: List[Finding]) -> List[Finding]:
@@ -131,7 +134,8 @@ def _rank(f: Finding) -> Tuple[int, int, float]:
 def _merge(members: List[Finding], sole: bool) -> Finding:
     best = min((f for f in members if f.culprit), key=_culprit_rank, default=None)
     members = sorted(members, key=_rank)
-    lead = members[0]
+    lead = _lead(members)
+    members = [lead] + [f for f in members if f is not lead]
     named = best
     signals = [f.signal for f in members]
     evidence: Evidence = {}
@@ -154,6 +158,33 @@ def _merge(members: List[Finding], sole: bool) -> Finding:
     )
 
 
+def _lead(members: List[Finding]) -> Finding:
+    """The first by rank, unless a GPU memory signal of the group reaches its limit sooner:
+    a device tensor kept per step grows the device by its size and the host by its Python
+    object, and the run dies of whichever fills first."""
+    first = members[0]
+    if family_of(first.signal) != "memory":
+        return first
+    # the allocator's view names the tensors; the driver's (NVML) only where it is missing
+    device = [f for f in members if f.projected_oom and _DEVICE_MEMORY.match(f.signal)]
+    device = [f for f in device if f.signal.startswith("cuda:")] or device
+    soonest = min(device, key=_oom_order, default=None)
+    if soonest is None or (first.projected_oom and _oom_order(first) <= _oom_order(soonest)):
+        return first
+    return soonest
+
+
+def _oom_order(f: Finding) -> Tuple[float, float]:
+    """When the finding's projection reaches the limit: seconds first, then the step."""
+    proj = f.projected_oom or {}
+    t_s, step = proj.get("t_s"), proj.get("step")
+    inf = float("inf")
+    return (
+        float(t_s) if isinstance(t_s, (int, float)) else inf,
+        float(step) if isinstance(step, (int, float)) else inf,
+    )
+
+
 def _culprit_rank(f: Finding) -> Tuple[int, int]:
     """The culprit a merged finding names: one with a holder, then the best pattern."""
     return (0 if f.holder else 1, _pattern_rank(f))
@@ -167,15 +198,21 @@ def _retained(members: List[Finding], named: Optional[Finding], sole: bool) -> O
     direct = named.evidence.get("container_bytes") if named else None
     best = float(direct) if isinstance(direct, (int, float)) and direct > 0 else None
     if sole:
-        growths = [
-            f.evidence.get("growth")
+        # what the process' memory gained since the leak began, host and device added
+        host = _growth(f for f in members if f.signal in _MEMORY_ORDER)
+        device = sum(
+            _growth([f]) or 0.0
             for f in members
-            if f.unit == "bytes" and family_of(f.signal) == "memory" and f.signal in _MEMORY_ORDER
-        ]
-        grown = max((g for g in growths if isinstance(g, (int, float)) and g > 0), default=None)
-        if grown is not None:
-            best = max(best or 0.0, float(grown))
+            if _DEVICE_MEMORY.match(f.signal) and f.signal.startswith("cuda:")
+        )
+        if host is not None or device:
+            best = max(best or 0.0, (host or 0.0) + device)
     return best
+
+
+def _growth(members: Iterable[Finding]) -> Optional[float]:
+    growths = [f.evidence.get("growth") for f in members if f.unit == "bytes"]
+    return max((float(g) for g in growths if isinstance(g, (int, float)) and g > 0), default=None)
 
 
 def _at_oom(lead: Finding, retained: Optional[float]) -> Optional[float]:

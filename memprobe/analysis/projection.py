@@ -8,7 +8,8 @@ from typing import Optional
 from memprobe.analysis.verdict import SignalVerdict
 from memprobe.record import Limits, Projection
 
-_CUDA = re.compile(r"^cuda:(\d+)/")
+# a GPU's memory: its allocator (cuda:N/...), the driver's view (nvml:N/...), tensors on it
+_DEVICE = re.compile(r"^(?:cuda:(\d+)/|nvml:(\d+)/|tensors:cuda:(\d+)_bytes$)")
 
 # Signals whose level is itself the memory the limit applies to. Other byte
 # signals (tensor bytes, ndarray bytes) are a part of RSS: their growth is
@@ -18,11 +19,16 @@ _PROCESS_RAM = ("rss_bytes", "uss_bytes", "pss_bytes")
 
 def limit_for(signal: str, limits: Limits) -> Optional[int]:
     """The memory limit a byte signal runs into: a GPU's total, else the RAM limit."""
-    m = _CUDA.match(signal)
-    if m:
-        i = int(m.group(1))
+    i = _device_index(signal)
+    if i is not None:
         return limits.gpu_bytes[i] if i < len(limits.gpu_bytes) else None
     return limits.ram_bytes
+
+
+def _device_index(signal: str) -> Optional[int]:
+    m = _DEVICE.match(signal)
+    index = next((g for g in m.groups() if g is not None), None) if m else None
+    return int(index) if index is not None else None
 
 
 def project_oom(
@@ -42,7 +48,7 @@ def project_oom(
     limit = limit_for(signal, limits)
     if not limit:
         return None
-    own = signal.startswith("cuda:") or signal in _PROCESS_RAM or not ram_level
+    own = _device_index(signal) is not None or signal in _PROCESS_RAM or not ram_level
     if own:
         # project from the fitted line, not from the last (noisy) sample
         level = verdict.last_value

@@ -40,13 +40,14 @@ def family_of(signal: str) -> str:
       ``objects:*``, ``container:*:len``) and any other count: they wobble with
       cyclic garbage and caches, and one more small object per step may be
       negligible, so their leaks need another signal's backing;
-    - ``allocator``: CUDA reserved / inactive split bytes, judged against allocated;
+    - ``allocator``: CUDA reserved, cached-free (reserved − allocated) and inactive split
+      bytes: the caching allocator's own, judged against allocated;
     - ``peak``: a high-water mark (``max_*``), growing by construction.
     """
     base = signal.rsplit("/", 1)[-1]
     if base.startswith("max_") or ":max_" in signal:
         return "peak"
-    if signal.startswith("cuda:") and ("reserved" in base or "inactive" in base):
+    if signal.startswith("cuda:") and base.startswith(("reserved", "inactive", "cached_free")):
         return "allocator"
     if unit_of(signal) == "bytes":
         return "memory"

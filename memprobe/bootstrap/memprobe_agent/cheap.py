@@ -52,26 +52,41 @@ class RssReader:
 
 
 def cuda_signals(out: Dict[str, Any]) -> None:
-    """Per-device allocator figures, only if the target already initialised CUDA itself."""
+    """Per-device allocator figures, only if the target already initialised CUDA itself.
+
+    One read of the allocator's nested statistics per device: ``memory_allocated`` and
+    its kin each build and flatten the whole statistics dict, five times per sample."""
     torch = sys.modules.get("torch")
     if torch is None:
         return
     cuda = getattr(torch, "cuda", None)
     if cuda is None or not cuda.is_initialized():
         return
+    nested = getattr(cuda, "memory_stats_as_nested_dict", None)
     for i in range(cuda.device_count()):
         prefix = f"cuda:{i}/"
-        allocated = cuda.memory_allocated(i)
-        reserved = cuda.memory_reserved(i)
+        stats: Dict[str, Any] = nested(i) if nested is not None else {}
+        allocated = _stat(stats, "allocated_bytes", "current")
+        reserved = _stat(stats, "reserved_bytes", "current")
+        if allocated is None or reserved is None:  # an older or other torch: the public calls
+            allocated, reserved = cuda.memory_allocated(i), cuda.memory_reserved(i)
+            stats = {"allocated_bytes": {"all": {"peak": cuda.max_memory_allocated(i)}}}
         out[prefix + "allocated_bytes"] = allocated
         out[prefix + "reserved_bytes"] = reserved
         # cached by the allocator but not in use: caching and fragmentation, not a leak
         out[prefix + "cached_free_bytes"] = reserved - allocated
-        out[prefix + "max_allocated_bytes"] = cuda.max_memory_allocated(i)
-        stats = cuda.memory_stats(i)
-        inactive = stats.get("inactive_split_bytes.all.current")
+        peak = _stat(stats, "allocated_bytes", "peak")
+        if peak is not None:
+            out[prefix + "max_allocated_bytes"] = peak
+        inactive = _stat(stats, "inactive_split_bytes", "current")
         if inactive is not None:
             out[prefix + "inactive_split_bytes"] = inactive
+
+
+def _stat(stats: Dict[str, Any], name: str, which: str) -> Optional[int]:
+    """``stats[name]["all"][which]`` of the allocator's nested statistics, if there."""
+    value = stats.get(name, {}).get("all", {}).get(which)
+    return int(value) if isinstance(value, int) else None
 
 
 def python_blocks(out: Dict[str, Any]) -> None:
