@@ -569,6 +569,28 @@ def test_tensor_bytes_climbing_evenly_over_spaced_censuses_are_a_leak() -> None:
     assert cache["tensors:cpu_bytes"].verdict == "inconclusive"
 
 
+def test_an_even_climb_on_the_gpu_is_the_gpus_series_not_the_cpus() -> None:
+    from memprobe.analysis.census_growth import even_tensor_climb
+    from memprobe.analysis.verdict import SignalVerdict
+
+    MiB = 2**20
+    few = SignalVerdict("inconclusive", "bytes", "step", "memory", "only 5 samples", 5)
+    # GIVEN censuses where the device's tensors climb 512 KiB a step and the host's stay at 0
+    steps = [5, 25, 100, 400, 3710]
+    census = [
+        {"step": s, "tensors": {"bytes_by_device": {"cpu": 0, "cuda:0": 9 * MiB + 2**19 * s}}}
+        for s in steps
+    ]
+    # WHEN judged
+    out = even_tensor_climb(
+        {"tensors:cpu_bytes": few, "tensors:cuda:0_bytes": few}, census, "step", MiB
+    )
+    # THEN the device's series is the leak, at its own rate; the host's stays as it was
+    assert out["tensors:cuda:0_bytes"].verdict == "leak"
+    assert out["tensors:cuda:0_bytes"].slope_per_step == 2**19
+    assert out["tensors:cpu_bytes"].verdict == "inconclusive"
+
+
 def _allocator_staircase(n: int, seed: int) -> np.ndarray:
     """RSS of a +24 KiB/step leak as an allocator shows it: arenas of 1-2 MiB every 40-80
     steps (a rise the steady test sees, and the line-and-noise test does not)."""

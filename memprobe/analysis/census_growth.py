@@ -176,10 +176,25 @@ def even_tensor_climb(
     (each rise within a factor of two of the others per step, though the censuses are
     spaced 5, 25, 100, 400 steps apart) by four times what counts: a leak on their own,
     however few the censuses. A filling cache slows down between far-apart censuses,
-    a warm-up stops; linear growth over two orders of magnitude of steps does neither."""
-    name = "tensors:cpu_bytes"
+    a warm-up stops; linear growth over two orders of magnitude of steps does neither.
+    Judged per device: each device's series (``tensors:cpu_bytes``, ``tensors:cuda:0_bytes``)
+    on that device's bytes."""
+    out = verdicts
+    for device in _devices(census):
+        out = _even_climb(out, census, axis, min_growth, device)
+    return out
+
+
+def _even_climb(
+    verdicts: Dict[str, SignalVerdict],
+    census: Sequence[Mapping[str, Any]],
+    axis: str,
+    min_growth: float,
+    device: str,
+) -> Dict[str, SignalVerdict]:
+    name = f"tensors:{device}_bytes"
     v = verdicts.get(name)
-    pts = _tensor_bytes(census, axis)
+    pts = _tensor_bytes(census, axis, device)
     if v is None or v.verdict != INCONCLUSIVE or len(pts) < 5:
         return verdicts
     last = pts[-5:]
@@ -188,7 +203,7 @@ def even_tensor_climb(
     if not rates or min(rates) < 0.5 * max(rates) or grown < 4 * min_growth:
         return verdicts
     rate = _overall_rate(last)
-    per_s = _overall_rate(_tensor_bytes(census, "time")[-5:]) or None
+    per_s = _overall_rate(_tensor_bytes(census, "time", device)[-5:]) or None
     out = dict(verdicts)
     out[name] = replace(
         v,
@@ -238,7 +253,21 @@ def _x(entry: Any, key: str) -> Optional[float]:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
-def _tensor_bytes(census: Sequence[Mapping[str, Any]], axis: str) -> List[Tuple[float, float]]:
+def _devices(census: Sequence[Mapping[str, Any]]) -> List[str]:
+    """The devices whose tensors' bytes the censuses counted, in the order first seen."""
+    seen: Dict[str, None] = {}
+    for entry in census:
+        tensors = entry.get("tensors") if isinstance(entry, dict) else None
+        by_device = tensors.get("bytes_by_device") if isinstance(tensors, dict) else None
+        if isinstance(by_device, dict):
+            seen.update((str(d), None) for d in by_device)
+    return list(seen)
+
+
+def _tensor_bytes(
+    census: Sequence[Mapping[str, Any]], axis: str, device: Optional[str] = None
+) -> List[Tuple[float, float]]:
+    """(x, bytes) of the tensors at each census: on ``device`` only, else on all devices."""
     pts: List[Tuple[float, float]] = []
     for entry in census:
         tensors = entry.get("tensors") if isinstance(entry, dict) else None
@@ -248,8 +277,10 @@ def _tensor_bytes(census: Sequence[Mapping[str, Any]], axis: str) -> List[Tuple[
             continue
         total = sum(
             float(b)
-            for b in by_device.values()
-            if isinstance(b, (int, float)) and not isinstance(b, bool)
+            for d, b in by_device.items()
+            if isinstance(b, (int, float))
+            and not isinstance(b, bool)
+            and (device is None or d == device)
         )
         pts.append((x, total))
     return pts

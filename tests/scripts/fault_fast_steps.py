@@ -14,7 +14,7 @@ import time
 import memprobe
 
 n = int(sys.argv[1])
-work = list(range(600))  # ~8 µs of "training" per step: about 10^5 steps/s
+work = list(range(1500))  # ~8-10 µs of "training" per step: about 10^5 steps/s
 BLOCK = 5000
 
 
