@@ -301,6 +301,15 @@ def test_the_drivers_view_and_device_tensors_project_to_the_gpu_limit(signal: st
     assert proj is not None and proj["limit_bytes"] == 80 * 2**30 and proj["step"] == 70
 
 
+def test_the_drivers_gpu_figures_are_said_in_words() -> None:
+    from memprobe.analysis.findings import describe
+
+    # a CUDA program without torch (CuPy, JAX) has only the driver's figures to lead with
+    assert describe("nvml:0/used_bytes")[0] == "GPU 0 memory the driver counts for this process"
+    assert describe("nvml:1/device_used_bytes")[0] == "memory used on GPU 1 (every process on it)"
+    assert describe("pss_bytes")[0] == "proportional memory (PSS)"
+
+
 def test_worker_uss_leak_with_flat_rss_gets_the_dataloader_hint() -> None:
     # GIVEN a DataLoader worker whose private memory (USS) climbs while its RSS stays flat
     record = _record({"uss_bytes": 2e7 + 5e5 * STEPS, "rss_bytes": 2e8 + 0 * STEPS}, role="worker")

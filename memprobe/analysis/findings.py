@@ -37,11 +37,17 @@ _PATTERNS: List[Tuple[str, str, Optional[str]]] = [
     ("cuda:", "GPU memory held by tensors", HINT_ITEM),
     ("rss_bytes", "resident memory (RSS)", None),
     ("uss_bytes", "unique memory (USS)", None),
+    ("pss_bytes", "proportional memory (PSS)", None),
 ]
 
 
 def describe(signal: str) -> Tuple[str, Optional[str]]:
     """What a signal's growth means, and the usual fix, for any signal name."""
+    if signal.startswith("nvml:"):  # the driver's count (NVML), read from outside
+        device, _, what = signal[len("nvml:") :].partition("/")
+        if what == "device_used_bytes":
+            return f"memory used on GPU {device} (every process on it)", None
+        return f"GPU {device} memory the driver counts for this process", None
     for key, what, hint in _PATTERNS:
         if signal == key or (key.endswith(":") and signal.startswith(key)):
             if key == "watch:":
