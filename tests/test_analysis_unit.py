@@ -521,6 +521,32 @@ def test_pss_holds_no_verdict_back_once_uss_is_flat() -> None:
     assert run_verdict(_deciding(verdicts)) == "inconclusive"
 
 
+def test_unclear_rss_holds_no_verdict_back_once_uss_is_judged_flat() -> None:
+    # GIVEN a process whose RSS wanders upwards, unclear, over steps 0-1000, while its USS
+    # (what only it maps) is judged no leak on 40 points up to step 990: the rest of RSS is
+    # pages other processes map too
+    from memprobe.analysis.run import _deciding, run_verdict
+    from memprobe.analysis.verdict import SignalVerdict
+
+    def v(verdict: str, n: int = 40, x_end: float = 1000.0, **kw: Any) -> SignalVerdict:
+        return SignalVerdict(verdict, "bytes", "step", "memory", "", n, x0=0.0, x_end=x_end, **kw)
+
+    wander = v("inconclusive", ci_low=-1.0, slope=5000.0, substantial=True, growing=True)
+    verdicts = {(1, "rss_bytes"): wander, (1, "uss_bytes"): v("no_leak", x_end=990.0)}
+    # WHEN the run is called THEN no leak
+    assert run_verdict(list(verdicts.values())) == "inconclusive"
+    assert run_verdict(_deciding(verdicts)) == "no_leak"
+    # AND not on a USS of few points, nor on one that stopped before RSS's last quarter,
+    # and never over an RSS that leaks
+    verdicts[(1, "uss_bytes")] = v("no_leak", n=12)
+    assert run_verdict(_deciding(verdicts)) == "inconclusive"
+    verdicts[(1, "uss_bytes")] = v("no_leak", x_end=600.0)
+    assert run_verdict(_deciding(verdicts)) == "inconclusive"
+    verdicts[(1, "uss_bytes")] = v("no_leak")
+    verdicts[(1, "rss_bytes")] = v("leak", slope=5000.0, substantial=True, growing=True)
+    assert run_verdict(_deciding(verdicts)) == "leak"
+
+
 def _census_bytes(points: List[tuple]) -> List[Dict[str, Any]]:
     return [{"step": s, "tensors": {"bytes_by_device": {"cpu": b}}} for s, b in points]
 

@@ -462,3 +462,58 @@ def test_uss_reads_are_spaced_by_what_the_walk_costs_the_process() -> None:
     assert sampler.full_interval(pid, 1, now) == pytest.approx(procs.USS_EVERY_S / 2)
     sampler._first_seen[pid] = now - 60.0
     assert sampler.full_interval(pid, 1, now) == pytest.approx(procs.USS_EVERY_S)
+
+
+class _FakeCuda:
+    """The part of ``torch.cuda`` the agent's CUDA read touches, for a machine without a GPU:
+    two devices whose allocators hold what ``reserved`` says (the agent's selection and its
+    reading of the nested statistics; tests/test_gpu.py runs the real thing on a GPU)."""
+
+    def __init__(self) -> None:
+        self.reserved = [0, 0]
+
+    def is_initialized(self) -> bool:
+        return True
+
+    def device_count(self) -> int:
+        return 2
+
+    def memory_stats_as_nested_dict(self, i: int) -> Dict[str, Any]:
+        r = self.reserved[i]
+        return {
+            "allocated_bytes": {"all": {"current": r // 2, "peak": r}},
+            "reserved_bytes": {"all": {"current": r, "peak": r}},
+            "inactive_split_bytes": {"all": {"current": 0}},
+        }
+
+
+def test_cuda_figures_only_for_the_devices_the_process_put_memory_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from types import SimpleNamespace
+
+    from memprobe.bootstrap.memprobe_agent import cheap
+
+    fake = _FakeCuda()
+    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(cuda=fake))
+    monkeypatch.setattr(cheap, "_CUDA_USED", set())
+    # GIVEN a process with CUDA initialised that has put memory on device 0 only
+    fake.reserved = [8 << 20, 0]
+    out: Dict[str, Any] = {}
+    cheap.cuda_signals(out)
+    # THEN only device 0's figures, read from the allocator's nested statistics
+    assert out == {
+        "cuda:0/allocated_bytes": 4 << 20,
+        "cuda:0/reserved_bytes": 8 << 20,
+        "cuda:0/cached_free_bytes": 4 << 20,
+        "cuda:0/max_allocated_bytes": 8 << 20,
+        "cuda:0/inactive_split_bytes": 0,
+    }
+    # AND once device 1 has held memory, its series goes on, also after it emptied its cache
+    fake.reserved = [8 << 20, 2 << 20]
+    out, last = {}, {}
+    cheap.cuda_signals(out)
+    fake.reserved = [0, 0]
+    cheap.cuda_signals(last)
+    assert "cuda:1/reserved_bytes" in out and last["cuda:1/reserved_bytes"] == 0
+    assert last["cuda:0/reserved_bytes"] == 0

@@ -188,6 +188,19 @@ def judge_process(
     return out
 
 
+USS_SETTLES_RSS_POINTS = 10  # twice this many USS points for its no-leak to settle unclear RSS
+
+
+def _uss_settles(uss: Optional[SignalVerdict], rss: SignalVerdict) -> bool:
+    """USS judged no leak on enough points, on RSS's axis, up to RSS's last quarter."""
+    if uss is None or uss.verdict != NO_LEAK or uss.n < 2 * USS_SETTLES_RSS_POINTS:
+        return False
+    last, end, start = uss.x_end, rss.x_end, rss.x0
+    if uss.axis != rss.axis or last is None or end is None or start is None:
+        return False
+    return last >= end - 0.25 * (end - start)
+
+
 def _deciding(
     verdicts: Mapping[Tuple[int, str], SignalVerdict], forked: AbstractSet[int] = frozenset()
 ) -> List[SignalVerdict]:
@@ -200,11 +213,19 @@ def _deciding(
     step boundary, is judged no leak: RSS is USS plus shared pages, so private memory can
     only grow faster than RSS by turning shared pages private, which is bounded by what is
     shared. Except in processes forked from another (``forked``: DataLoader workers), where
-    that copy-on-access is the leak to catch (pytorch/pytorch#13246)."""
+    that copy-on-access is the leak to catch (pytorch/pytorch#13246). The other way round,
+    RSS that is merely unclear holds nothing back where the USS, judged on twice the points
+    a verdict needs and reaching into the last quarter of RSS's window, is no leak: what
+    RSS has beyond USS are pages other processes map too (libraries, a parent's pages in its
+    forked children), and pages only this process maps, file-backed or not, count in its
+    USS. (USS is read from outside, one read in 8 s after a lone process' first 20 s: the
+    quarter keeps a USS that stopped early from speaking for RSS's end.)"""
     out: List[SignalVerdict] = []
     for (pid, name), v in verdicts.items():
         uss = verdicts.get((pid, "uss_bytes"))
         if name == "pss_bytes" and v.verdict != LEAK and uss is not None and uss.verdict == NO_LEAK:
+            continue
+        if name == "rss_bytes" and v.verdict == INCONCLUSIVE and _uss_settles(uss, v):
             continue
         rss = verdicts.get((pid, "rss_bytes"))
         if (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from . import wire
 
@@ -51,8 +51,14 @@ class RssReader:
             self._fd = None
 
 
+# the devices whose allocator has reserved memory at some sample: a rank of an 8-GPU job
+# uses one, and seven series of zeros per figure would only bury it
+_CUDA_USED: Set[int] = set()
+
+
 def cuda_signals(out: Dict[str, Any]) -> None:
-    """Per-device allocator figures, only if the target already initialised CUDA itself.
+    """Per-device allocator figures, only if the target already initialised CUDA itself,
+    and only for the devices it has put memory on (from then on at every sample).
 
     One read of the allocator's nested statistics per device: ``memory_allocated`` and
     its kin each build and flatten the whole statistics dict, five times per sample."""
@@ -71,6 +77,10 @@ def cuda_signals(out: Dict[str, Any]) -> None:
         if allocated is None or reserved is None:  # an older or other torch: the public calls
             allocated, reserved = cuda.memory_allocated(i), cuda.memory_reserved(i)
             stats = {"allocated_bytes": {"all": {"peak": cuda.max_memory_allocated(i)}}}
+        if i not in _CUDA_USED:
+            if not reserved:
+                continue
+            _CUDA_USED.add(i)
         out[prefix + "allocated_bytes"] = allocated
         out[prefix + "reserved_bytes"] = reserved
         # cached by the allocator but not in use: caching and fragmentation, not a leak
