@@ -431,3 +431,29 @@ def test_findings_match_by_culprit_when_the_lead_signal_changed() -> None:
         ("persisting", "__main__.trainer.actor_losses")
     ]
     assert d.findings[0].before is not None and d.findings[0].after is not None
+
+
+def test_a_census_series_too_short_for_a_rate_still_shows_the_growth_gone() -> None:
+    # GIVEN a GPU leak's device tensors, +512 KiB/step before, and after the fix a series of
+    # five census points (too few for a rate) that moved 6.6 MiB over 12,800 steps
+    from memprobe.analysis.compare import CompareOptions, _status
+    from memprobe.analysis.compare_fits import SignalFit
+
+    name = "tensors:cuda:0_bytes"
+    before = SignalFit(
+        verdict="leak", unit="bytes", slope_per_step=2**19, n=7, signal=name, peak=6.3 * 2**30
+    )
+    flat = SignalFit(
+        verdict="inconclusive",
+        unit="bytes",
+        n=5,
+        signal=name,
+        peak=8.4 * 2**20,
+        low=1.8 * 2**20,
+        span_steps=12_800,
+    )
+    # WHEN compared THEN fixed: the before rate would have added 6.3 GiB over those steps
+    assert _status(before, flat, "step", CompareOptions())[0] == "fixed"
+    # AND where the few points moved by more than a tenth of that, it still persists
+    grew = dataclasses.replace(flat, peak=1.8 * 2**20 + 0.2 * 2**19 * 12_800)
+    assert _status(before, grew, "step", CompareOptions())[0] == "persisting"

@@ -203,13 +203,23 @@ def _growth_gone(b: SignalFit, a: SignalFit, per: str, options: CompareOptions) 
     if a.verdict == "leak" or _grows(a, per):
         return False
     if ra is None or not math.isfinite(ra):
-        return a.verdict == "no_leak"
+        return a.verdict == "no_leak" or _range_rules_out(rb, a, per)
     cb, ca = _ci(b, per), _ci(a, per)
     return (
         (cb is not None and ra < cb[0])
         or (ca is not None and ca[1] < rb)
         or ra <= options.rel_tolerance * rb
     )
+
+
+def _range_rules_out(rb: float, a: SignalFit, per: str) -> bool:
+    """An after run with too few points for a rate (a census-only series) still rules the
+    before growth out when everything its points moved, low to peak, is under a tenth of
+    what the before rate would have added over the steps (or seconds) they span."""
+    span = a.span_steps if per == "step" else a.span_s
+    if span is None or span <= 0 or a.peak is None or a.low is None or a.n < 3:
+        return False
+    return a.peak - a.low < 0.1 * rb * span
 
 
 def _grows(fit: SignalFit, per: str) -> bool:

@@ -15,11 +15,15 @@ __all__ = ["SignalFit", "signal_fits", "rate", "as_fit"]
 @dataclass(frozen=True)
 class SignalFit(SignalSummary):
     """One signal of one process: the record's summary of it, with its name and the
-    series' peak and last value (the summary's ``to_json`` writes none of these)."""
+    series' peak, last and lowest value and the steps and seconds its points span (the
+    summary's ``to_json`` writes none of these)."""
 
     signal: str = ""
     peak: Optional[float] = None
     last: Optional[float] = None
+    low: Optional[float] = None
+    span_steps: Optional[float] = None
+    span_s: Optional[float] = None
 
     @staticmethod
     def of(
@@ -27,10 +31,21 @@ class SignalFit(SignalSummary):
         signal: str,
         peak: Optional[float] = None,
         last: Optional[float] = None,
+        low: Optional[float] = None,
+        span_steps: Optional[float] = None,
+        span_s: Optional[float] = None,
     ) -> SignalFit:
-        """``summary`` as it is, with the signal's name, peak and last value."""
+        """``summary`` as it is, with the signal's name and its series' extent."""
         own = {f.name: getattr(summary, f.name) for f in fields(SignalSummary)}
-        return SignalFit(**own, signal=signal, peak=peak, last=last)
+        return SignalFit(
+            **own,
+            signal=signal,
+            peak=peak,
+            last=last,
+            low=low,
+            span_steps=span_steps,
+            span_s=span_s,
+        )
 
 
 def signal_fits(record: RunRecord) -> Dict[int, Dict[str, SignalFit]]:
@@ -69,11 +84,16 @@ def _fit(name: str, series: Series, summary: Optional[SignalSummary], x_axis: st
     values = [v for v in (_num(x) for x in series.value) if v is not None]
     s = summary if summary is not None else SignalSummary(axis=x_axis)
     unit = s.unit if s.unit in ("bytes", "count") else unit_of(name)
+    steps = [float(x) for x in series.step if isinstance(x, int)]
+    times = [v for v in (_num(x) for x in series.t) if v is not None]
     return SignalFit.of(
         replace(s, unit=unit, n=s.n or len(values)),
         name,
         peak=max(values) if values else None,
         last=values[-1] if values else None,
+        low=min(values) if values else None,
+        span_steps=max(steps) - min(steps) if steps else None,
+        span_s=max(times) - min(times) if times else None,
     )
 
 
