@@ -29,6 +29,9 @@ run ok_varlen sample_scripts/gpu/ok_trainer_varlen.py --steps "$STEPS" &
 timeout 300 $PY benchmarks/gpu_track.py "$STEPS" "$W/track.json" > "$W/track.log" 2>&1 &
 wait
 tail -3 "$W/pytest_gpu.txt"; tail -4 "$W/track.log"
+# the fix, as memprobe diff reads it: every growing GPU signal should be "fixed"
+$PY -m memprobe diff "$W/leak_list.json" "$W/clean.json" > "$W/diff.txt" 2>&1
+echo "diff leak_list -> clean: rc=$?"; grep -E "^ main +(cuda|nvml|tensors)" "$W/diff.txt"
 
 # 2. overhead, plain against memprobe, one after the other, 2 rounds
 for r in 1 2; do
