@@ -176,6 +176,7 @@ def _false_alarm_rate(family: str, shape: Shape, seed: int) -> Dict[str, float]:
     return {k: v / N_RUNS for k, v in counts.items()}
 
 
+@pytest.mark.slow  # statistical sweep: in CI, out of the fast loop
 def test_false_alarm_rate_per_run_on_no_leak_families() -> None:
     # GIVEN runs of four signals each drawn from a family that is not a leak
     # WHEN each run is analysed as a whole

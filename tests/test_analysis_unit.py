@@ -706,6 +706,7 @@ def test_memory_that_rose_mid_run_then_stayed_flat_is_no_leak() -> None:
     assert analyze(record).verdict == "no_leak"
 
 
+@pytest.mark.slow  # statistical sweep: in CI, out of the fast loop
 def test_an_allocator_staircase_never_passes_for_a_rise_that_stopped() -> None:
     # GIVEN leaks of 2-60 KiB/step drawn as an allocator does: arenas of 0.5-4 MiB with
     # pauses of half to one and a half times their mean spacing, cut at every length

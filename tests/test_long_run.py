@@ -174,6 +174,7 @@ def test_thinning_folds_the_growth_of_dropped_censuses_into_the_next_kept_one() 
     assert entries[50]["growing_types"] == [{"type": "A", "delta": 1}]  # never changed in place
 
 
+@pytest.mark.slow  # statistical sweep: in CI, out of the fast loop
 def test_a_record_of_many_series_stays_within_the_record_budget() -> None:
     # GIVEN 64 processes with 6 series of 5,000 samples each
     state = RunState(command=["x"], cwd="/", started_at=T0)

@@ -68,6 +68,7 @@ def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-v", *args, timeout=300)
 
 
+@pytest.mark.slow  # an inner pytest in a subprocess: in CI, out of the fast loop
 def test_leaky_test_fails_with_its_holder_clean_one_passes(pytester: pytest.Pytester) -> None:
     # GIVEN a test that keeps one object per call in a module-level list, one that frees
     # what it allocates, and one that adds to its fixture's list
@@ -105,6 +106,7 @@ def test_each_test_ran_once():
     result.assert_outcomes(passed=5)
 
 
+@pytest.mark.slow  # an inner pytest in a subprocess: in CI, out of the fast loop
 def test_marked_only_and_marker_thresholds(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         test_marked="""
@@ -141,6 +143,7 @@ def test_unmarked_leak_is_not_repeated():
     assert "held by test_marked.B" in out
 
 
+@pytest.mark.slow  # an inner pytest in a subprocess: in CI, out of the fast loop
 def test_a_byte_allowance_alone_judges_counts_by_their_bytes(pytester: pytest.Pytester) -> None:
     # GIVEN two tests with only a byte allowance (as pytest-memray's limit_leaks): one keeps
     # a small row per call (well under it), one keeps 64 KiB per call (over it)
