@@ -10,7 +10,7 @@ No I/O, no clock, no terminal: samples in, findings out.
 
 The names are loaded when first used (PEP 562): the statistics need scipy, whose import
 takes about a second, and ``memprobe run`` starts the target before it pays for that
-(``from memprobe.analysis.series import unit_of`` loads no scipy).
+(``from memprobe.analysis.wording import unit_of`` loads neither numpy nor scipy).
 """
 
 from __future__ import annotations
@@ -25,14 +25,14 @@ if TYPE_CHECKING:
     from memprobe.analysis.options import DetectOptions
     from memprobe.analysis.projection import limit_for, project_oom
     from memprobe.analysis.run import Analysis, analyze, process_axis, run_verdict
-    from memprobe.analysis.series import family_of, prepare, unit_of
+    from memprobe.analysis.series import family_of, prepare
     from memprobe.analysis.verdict import (
         INCONCLUSIVE,
         LEAK,
         NO_LEAK,
         SignalVerdict,
     )
-    from memprobe.analysis.wording import fmt_bytes
+    from memprobe.analysis.wording import fmt_bytes, unit_of
 
 _WHERE = {
     "describe": "findings",
@@ -47,7 +47,7 @@ _WHERE = {
     "run_verdict": "run",
     "family_of": "series",
     "prepare": "series",
-    "unit_of": "series",
+    "unit_of": "wording",
     "INCONCLUSIVE": "verdict",
     "LEAK": "verdict",
     "NO_LEAK": "verdict",

@@ -49,7 +49,7 @@ from memprobe.analysis.compare_result import (
     diff_exit_code,
 )
 from memprobe.analysis.options import DetectOptions
-from memprobe.analysis.series import unit_of
+from memprobe.analysis.wording import unit_of
 from memprobe.record import Finding, Process, RunRecord
 
 __all__ = [

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, fields, replace
 from typing import Dict, Optional
 
-from memprobe.analysis.series import unit_of
+from memprobe.analysis.wording import unit_of
 from memprobe.record import Finding, RunRecord, Series, Signals, SignalSummary
 
 __all__ = ["SignalFit", "signal_fits", "rate", "as_fit"]

@@ -16,8 +16,9 @@ from memprobe.analysis.evidence import COUNTED, corroborate
 from memprobe.analysis.judge import judge_series
 from memprobe.analysis.options import DEFAULT_OPTIONS, DetectOptions
 from memprobe.analysis.run import run_verdict
-from memprobe.analysis.series import prepare, unit_of
+from memprobe.analysis.series import prepare
 from memprobe.analysis.verdict import LEAK, SignalVerdict
+from memprobe.analysis.wording import unit_of
 from memprobe.record import Series
 
 Key = Tuple[int, str]

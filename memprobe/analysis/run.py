@@ -47,10 +47,10 @@ from memprobe.analysis.series import (
     family_of,
     prepare,
     step_clock,
-    unit_of,
     with_steps,
 )
 from memprobe.analysis.verdict import INCONCLUSIVE, LEAK, NO_LEAK, SignalVerdict
+from memprobe.analysis.wording import unit_of
 from memprobe.record import Finding, Process, RunRecord, Signals
 
 _NOT_TESTED = ("peak",)

@@ -9,6 +9,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from memprobe.analysis.wording import unit_of
 from memprobe.record import Series
 
 Array = npt.NDArray[np.float64]
@@ -24,11 +25,6 @@ def container_holder(signal: str) -> Optional[str]:
     if not signal.startswith("container:"):
         return None
     return signal[len("container:") :].rsplit(":", 1)[0]
-
-
-def unit_of(signal: str) -> str:
-    """A name ending in ``bytes`` is bytes; anything else is a count."""
-    return "bytes" if signal.endswith("bytes") else "count"
 
 
 def family_of(signal: str) -> str:

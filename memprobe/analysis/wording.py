@@ -9,6 +9,12 @@ if TYPE_CHECKING:
     from memprobe.analysis.trend import Trend
 
 
+def unit_of(signal: str) -> str:
+    """A name ending in ``bytes`` is bytes; anything else is a count. (Here, not in
+    ``series``, so that the live table's text can ask before numpy is loaded.)"""
+    return "bytes" if signal.endswith("bytes") else "count"
+
+
 def standard_error(tr: Trend, z_crit: float) -> float:
     width = tr.ci_high - tr.ci_low
     return width / (2.0 * z_crit * math.sqrt(tr.inflation)) if width > 0 else 0.0

@@ -13,8 +13,7 @@ import math
 import re
 from typing import Optional, Sequence
 
-from memprobe.analysis.series import unit_of
-from memprobe.analysis.wording import fmt_bytes
+from memprobe.analysis.wording import fmt_bytes, unit_of
 
 __all__ = [
     "clean",
