@@ -24,6 +24,7 @@ import collections
 import sys
 from typing import Any, Dict, List, Optional, Set, Tuple
 
+from .deeptypes import kinds
 from .holders import instance_dict
 from .typeinfo import mro
 
@@ -47,7 +48,7 @@ class _Walk:
         self.visits = 0
         self.max_visits = max_visits
         self.exact = True
-        self.kinds = _kinds()
+        self.kinds = kinds()
 
     def size(self, obj: Any, depth: int) -> float:
         key = id(obj)
@@ -164,19 +165,6 @@ def tensor_extent(t: Any) -> Optional[Tuple[Tuple[str, int], int]]:
         return (str(t.device), t.data_ptr() - off * size), reach * size
     except Exception:  # noqa: BLE001 - meta, sparse, exotic subclasses
         return None
-
-
-def _kinds() -> Dict[type, str]:
-    out: Dict[type, str] = {}
-    torch = sys.modules.get("torch")
-    tensor = torch.__dict__.get("Tensor") if torch is not None else None
-    if isinstance(tensor, type):
-        out[tensor] = "tensor"
-    np = sys.modules.get("numpy")
-    ndarray = np.__dict__.get("ndarray") if np is not None else None
-    if isinstance(ndarray, type):
-        out[ndarray] = "ndarray"
-    return out
 
 
 def _kind_by_mro(cls: type, kinds: Dict[type, str]) -> Optional[str]:
