@@ -13,6 +13,7 @@ import types
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional
 
+import psutil
 import pytest
 from recordgen import make_record
 from rich.console import Console
@@ -517,3 +518,42 @@ def test_cuda_figures_only_for_the_devices_the_process_put_memory_on(
     cheap.cuda_signals(last)
     assert "cuda:1/reserved_bytes" in out and last["cuda:1/reserved_bytes"] == 0
     assert last["cuda:0/reserved_bytes"] == 0
+
+
+def test_the_tree_is_read_from_its_own_processes_not_the_whole_machine(tmp_path: Path) -> None:
+    from memprobe.launch import procs
+
+    # GIVEN a program whose main thread starts a child that starts a grandchild, and whose
+    # second thread starts a child of its own (the kernel lists it under that thread)
+    ready = tmp_path / "ready"
+    code = (
+        "import subprocess, sys, threading, time\n"
+        "kids = [subprocess.Popen(['sh', '-c', 'sleep 30 & wait'])]\n"
+        "t = threading.Thread(target=lambda: kids.append(subprocess.Popen(['sleep', '30'])))\n"
+        "t.start(); t.join()\n"
+        f"open({str(ready)!r}, 'w').close()\n"
+        "time.sleep(30)\n"
+    )
+    root = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        deadline = time.monotonic() + 10
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)  # the shell has started its sleep
+        proc = psutil.Process(root.pid)
+        expected = {p.pid for p in proc.children(recursive=True)}
+        # WHEN the sampler lists the tree
+        found = procs.descendants(proc)
+        samples = TreeSampler(root.pid, full_every_s=1e9).sample()
+    finally:
+        for p in psutil.Process(root.pid).children(recursive=True):
+            p.kill()
+        root.kill()
+        root.wait()
+    # THEN it finds what psutil's walk over every process of the machine finds: the two
+    # children, the grandchild, each once
+    assert len(expected) == 3
+    if os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children"):
+        assert procs._kernel_lists_children()
+    assert sorted(found) == sorted(expected)
+    assert {pid for pid, _, _ in samples} == expected | {root.pid}
