@@ -84,6 +84,16 @@ def fit_trend(x: Array, y: Array, z_crit: float, max_points: int = 200) -> Trend
     )
 
 
+def upper_bound(x: Array, y: Array, z: float, inflation: float, max_points: int) -> float:
+    """Theil-Sen's upper bound on the slope at the one-sided normal level ``z``, widened by
+    ``inflation`` as ``fit_trend`` widens its interval."""
+    xr, yr = reduce_points(x, y, max_points)
+    if len(xr) < 3 or float(np.ptp(yr)) == 0.0 or float(np.ptp(xr)) == 0.0:
+        return 0.0
+    conf = min(1.0 - 1e-12, 2.0 * float(special.ndtr(z * math.sqrt(inflation))) - 1.0)
+    return float(stats.theilslopes(yr, xr, alpha=conf)[3])
+
+
 def _z_from_p(p_one: float, tau: float, n: int) -> float:
     if math.isfinite(p_one) and 0.0 < p_one < 1.0:
         return float(-special.ndtri(p_one))

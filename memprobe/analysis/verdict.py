@@ -16,6 +16,7 @@ from memprobe.analysis.trend import (
     growth_stopped,
     rise_over_band,
     steady_rise,
+    upper_bound,
 )
 from memprobe.analysis.wording import fmt_rate, more_needed, standard_error
 from memprobe.record import SignalSummary
@@ -176,7 +177,14 @@ def judge_window(
         )
     se = standard_error(tr, z_crit)
     growing = bool(common["growing"])
-    if tr.ci_high < thr and not growing:
+    upper = tr.ci_high
+    if not growing and upper >= thr:
+        # A no-leak claim errs by missing a leak, not by a false alarm: the run is no_leak
+        # only where what it rests on is, so its bound is at the run's miss level (1 -
+        # confidence, one-sided), not split over the signals like the false-alarm budget
+        z_miss = float(-special.ndtri(1.0 - options.confidence))
+        upper = upper_bound(xj, yj, min(z_miss, z_crit), tr.inflation, options.max_points)
+    if upper < thr and not growing:
         conf = float(special.ndtr((thr - tr.slope) / se)) if se > 0 else 1.0
         why = "floor of a sawtooth is flat" if floor else "no growth"
         return SignalVerdict(NO_LEAK, reason=f"{why} above {fmt(thr)}", confidence=conf, **common)
