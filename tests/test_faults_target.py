@@ -254,3 +254,38 @@ def test_steps_from_several_threads_never_tear_a_line(tmp_path: Path, schema: di
     assert not kinds & {"garbage_lines", "collector_off", "agent_error"}, record["events"]
     main = [p for p in record["processes"] if p["role"] == "main"][0]
     assert 18_000 <= main["steps"] <= 20_000  # the GIL makes lost increments rare, not impossible
+
+
+def test_memprobe_is_a_less_likely_oom_victim_than_its_target(tmp_path: Path) -> None:
+    # GIVEN a target that reads its own OOM adjustment and its parent's (memprobe's)
+    script = tmp_path / "adj.py"
+    script.write_text(
+        "import os\n"
+        "def adj(pid):\n"
+        "    with open(f'/proc/{pid}/oom_score_adj') as f:\n"
+        "        return int(f.read())\n"
+        "print('adj', adj('self'), adj(os.getppid()))\n"
+    )
+    if not Path("/proc/self/oom_score_adj").exists():
+        pytest.skip("no /proc/<pid>/oom_score_adj on this system")
+    with open("/proc/self/oom_score_adj") as f:
+        ours = int(f.read())
+    # WHEN memprobe runs it
+    proc = run_cli(["run", "--no-live", "-o", str(tmp_path / "r.json"), str(script)], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    target, parent = (int(v) for v in proc.stdout.split("adj", 1)[1].split()[:2])
+    # THEN the target keeps the setting it would have had without memprobe (ours), and
+    # memprobe's parent lowered its own where the system lets it (root here), so a target
+    # that fills a memory cgroup they share is the one the kernel kills, and the record stays
+    assert target == ours
+    assert parent <= target
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write(str(ours - 1))
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write(str(ours))
+        may_lower = True
+    except OSError:
+        may_lower = False
+    if may_lower:
+        assert parent == max(-1000, ours - 250)

@@ -20,7 +20,7 @@ from memprobe.collect.journal import K_META, Journal
 from memprobe.collect.state import RunState
 from memprobe.launch.command import LaunchError
 from memprobe.launch.gpu import NvmlSampler
-from memprobe.launch.limits import OomWatch, ram_limit
+from memprobe.launch.limits import OomWatch, ram_limit, shield_from_oom
 from memprobe.launch.outside import OutsideSampler
 from memprobe.launch.rundir import RunOptions, make_env
 from memprobe.launch.signals import install_forwarding, restore_forwarding, signal_name
@@ -73,6 +73,7 @@ def run(
     oom_watch = OomWatch()
     terminal = open_terminal(display.captures_output)
     proc = _spawn(command, _with_relay(options, terminal), run_dir, terminal)
+    shield_from_oom()
     if on_start is not None:
         on_start()
     readers = terminal.start_readers(display)
