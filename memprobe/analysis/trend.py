@@ -59,11 +59,7 @@ def fit_trend(x: Array, y: Array, z_crit: float, max_points: int = 200) -> Trend
     slope = float(first[0])
     resid = yr - slope * xr
     inflation = _hamed_rao_inflation(resid)
-    # Widen the interval by the same factor as the test: theilslopes builds its
-    # rank interval from z * sqrt(Var S), so scaling z scales Var S.
-    z_wide = z_crit * math.sqrt(inflation)
-    conf = min(1.0 - 1e-12, 2.0 * float(special.ndtr(z_wide)) - 1.0)
-    ts = stats.theilslopes(yr, xr, alpha=conf)
+    ci_low, ci_high = _interval(xr, yr, z_crit, inflation)
     tau, p_one = stats.kendalltau(xr, yr, alternative="greater")
     tau = 0.0 if not math.isfinite(float(tau)) else float(tau)
     z_raw = _z_from_p(float(p_one), tau, n)
@@ -74,8 +70,8 @@ def fit_trend(x: Array, y: Array, z_crit: float, max_points: int = 200) -> Trend
         slope=slope,
         intercept=intercept,
         x0=x0,
-        ci_low=float(ts[2]),
-        ci_high=float(ts[3]),
+        ci_low=ci_low,
+        ci_high=ci_high,
         tau=tau,
         z=z,
         p_value=p,
@@ -90,8 +86,16 @@ def upper_bound(x: Array, y: Array, z: float, inflation: float, max_points: int)
     xr, yr = reduce_points(x, y, max_points)
     if len(xr) < 3 or float(np.ptp(yr)) == 0.0 or float(np.ptp(xr)) == 0.0:
         return 0.0
+    return _interval(xr, yr, z, inflation)[1]
+
+
+def _interval(xr: Array, yr: Array, z: float, inflation: float) -> tuple[float, float]:
+    """Theil-Sen's interval at the two-sided normal level ``z``, widened by the same factor
+    as the Mann-Kendall test: theilslopes builds its rank interval from z * sqrt(Var S), so
+    scaling z scales Var S."""
     conf = min(1.0 - 1e-12, 2.0 * float(special.ndtr(z * math.sqrt(inflation))) - 1.0)
-    return float(stats.theilslopes(yr, xr, alpha=conf)[3])
+    ts = stats.theilslopes(yr, xr, alpha=conf)
+    return float(ts[2]), float(ts[3])
 
 
 def _z_from_p(p_one: float, tau: float, n: int) -> float:

@@ -9,6 +9,7 @@ shared pages from the start and stays flat, its USS climbs.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from typing import Dict, Iterator, List, Optional, Set, Tuple
@@ -89,7 +90,7 @@ class TreeSampler:
         if self._root is None:
             return []
         start = time.monotonic()
-        tree = list(self._tree(self._root))
+        tree = list(self._tree(self._root, start))
         out: List[Sample] = []
         for proc in tree:
             sampled = self._sample_one(proc, len(tree))
@@ -105,11 +106,10 @@ class TreeSampler:
         self.last_cost_s = time.monotonic() - start
         return out
 
-    def _tree(self, root: psutil.Process) -> Iterator[psutil.Process]:
+    def _tree(self, root: psutil.Process, start: float) -> Iterator[psutil.Process]:
         """The root and every live descendant, one Process object per pid kept from the first
         sample that saw it (psutil checks its create time, so a reused pid is never mistaken
-        for the process seen before)."""
-        start = time.monotonic()
+        for the process seen before); a new one is first seen at ``start``."""
         for pid in [root.pid, *descendants(root)]:
             cached = self._procs.get(pid)
             if cached is None or not cached.is_running():
@@ -212,15 +212,10 @@ def _child_pids(pid: int) -> List[int]:
     return out
 
 
-_LISTS_CHILDREN: Optional[bool] = None
-
-
+@functools.cache
 def _kernel_lists_children() -> bool:
-    global _LISTS_CHILDREN
-    if _LISTS_CHILDREN is None:
-        me = os.getpid()
-        _LISTS_CHILDREN = os.path.exists(f"/proc/{me}/task/{me}/children")
-    return _LISTS_CHILDREN
+    me = os.getpid()
+    return os.path.exists(f"/proc/{me}/task/{me}/children")
 
 
 def _argv(proc: psutil.Process) -> List[str]:
