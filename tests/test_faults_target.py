@@ -289,3 +289,43 @@ def test_memprobe_is_a_less_likely_oom_victim_than_its_target(tmp_path: Path) ->
         may_lower = False
     if may_lower:
         assert parent == max(-1000, ours - 250)
+
+
+def test_censuses_set_off_no_collections_the_program_would_not_have_had(tmp_path: Path) -> None:
+    # GIVEN a torch loop that counts the cyclic collector's runs while it trains
+    script = tmp_path / "gc_count.py"
+    script.write_text(
+        "import gc\n"
+        "import torch\n"
+        "import torch.nn as nn\n"
+        "counts = [0, 0, 0]\n"
+        "def count(phase, info):\n"
+        "    if phase == 'stop':\n"
+        "        counts[info['generation']] += 1\n"
+        "model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 1))\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.01)\n"
+        "gc.collect()\n"
+        "gc.callbacks.append(count)\n"
+        "for _ in range(600):\n"
+        "    loss = model(torch.randn(8, 32)).pow(2).mean()\n"
+        "    opt.zero_grad()\n"
+        "    loss.backward()\n"
+        "    opt.step()\n"
+        "gc.callbacks.remove(count)\n"
+        "print('collections', *counts)\n"
+    )
+    plain = run_plain([str(script)], tmp_path)
+    assert plain.returncode == 0, plain.stderr
+    # WHEN memprobe runs it (censuses at steps 5, 25, 100 and 400, in the main thread)
+    out = tmp_path / "r.json"
+    proc = run_cli(["run", "--no-live", "-o", str(out), str(script)], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    record = load(out)
+    looks = [c for p in record["processes"] for c in p["census"] if c.get("objects_total")]
+    assert len([c for c in looks if c.get("step")]) >= 3
+    # THEN the collector ran as often as in the plain run: the census's own lists and
+    # dicts (as long as the heap's containers) set off none (they had set off ~30 here)
+    alone = [int(v) for v in plain.stdout.split("collections", 1)[1].split()]
+    under = [int(v) for v in proc.stdout.split("collections", 1)[1].split()]
+    assert under[0] <= alone[0] + 3, (alone, under)
+    assert under[1] <= alone[1] + 1 and under[2] <= alone[2], (alone, under)
