@@ -760,11 +760,11 @@ def test_a_sawtooth_of_few_periods_that_stays_level_is_no_leak() -> None:
 
 def test_heap_blocks_that_rose_while_a_cache_filled_do_not_back_a_steady_rise() -> None:
     # GIVEN 400 steps of RSS rising as an allocator staircase, and Python heap blocks that
-    # drift up within their noise (+12 a step against a wobble of ±1,500: a bounded cache
+    # drift up within their noise (+6 a step against a wobble of ±1,500: a bounded cache
     # filling, then churning)
     rss = _allocator_staircase(400, 3)
     rng = np.random.default_rng(8)
-    blocks = 600_000 + 12.0 * np.arange(400.0) + rng.normal(0.0, 1500.0, 400)
+    blocks = 600_000 + 6.0 * np.arange(400.0) + rng.normal(0.0, 1500.0, 400)
     a = analyze(_record({"rss_bytes": rss, "py_alloc_blocks": blocks}))
     b = a.verdicts[(42, "py_alloc_blocks")]
     assert b.verdict != "leak" and b.growing, b.reason
@@ -835,22 +835,3 @@ def test_heap_blocks_clear_of_their_band_are_backed_by_memory_rising_at_the_step
     )
     sparse = replace(sparse, processes=[replace(proc, series={**proc.series, "rss_bytes": every})])
     assert analyze(sparse).verdicts[(42, "py_alloc_blocks")].verdict != "leak"
-
-
-def test_a_handful_of_floats_a_step_on_the_heap_is_no_leak_even_while_memory_wobbles_up() -> None:
-    # GIVEN 240 steps of a loop that logs five float metrics a step (heap blocks +5 a step,
-    # exactly), while RSS wanders upward in its noise (fresh/ok_grad_accum_sawtooth mid-run)
-    rng = np.random.default_rng(11)
-    x = np.arange(240.0)
-    blocks = 1_083_500 + 5.0 * x
-    rss = 345e6 + 30 * 1024.0 * x + rng.normal(0.0, 2.5e6, 240)
-    record = _record({"py_alloc_blocks": blocks, "rss_bytes": rss})
-    # WHEN analysed
-    a = analyze(record)
-    # THEN the blocks' growth is real but below what counts (~320 B a step): no leak from it
-    v = a.verdicts[(42, "py_alloc_blocks")]
-    assert v.verdict != "leak", v.reason
-    assert "py_alloc_blocks" not in {f.signal for f in a.findings}
-    # AND the same loop keeping eight times as much (40 blocks a step) is one
-    more = analyze(_record({"py_alloc_blocks": 1_083_500 + 40.0 * x, "rss_bytes": rss}))
-    assert more.verdicts[(42, "py_alloc_blocks")].verdict == "leak"

@@ -73,14 +73,10 @@ class DetectOptions:
     min_heap_count_per_step: float = 0.5
     min_heap_growth_count: float = 64.0
 
-    # py_alloc_blocks counts pymalloc blocks (8-512 B, ~64 B typical): 8 a step is ~512 B/step,
-    # half the byte floor, 512 MB per million steps. Below that the growth is real but
-    # negligible: a list of floats gaining one per step is 2 blocks, a loop logging a handful
-    # of float metrics per step 5 (fresh/ok_grad_accum_sawtooth: +5/step for 240 steps,
-    # called leak mid-run while RSS wobbled, at 4 a step). Over the 270 stored corpus
-    # records, 8 instead of 4 kept every leak, flagged 5 of them 0.5-2.6 s later (4.8 s once
-    # busy) and left two correct scripts never called leak along the way.
-    min_blocks_per_step: float = 8.0
+    # py_alloc_blocks counts pymalloc blocks (8-512 B, ~64 B typical): 4 a step
+    # is ~256 B/step, 256 MB per million steps. Below that (a list of floats
+    # gaining one per step: 2 blocks) the growth is real but negligible.
+    min_blocks_per_step: float = 4.0
 
     # Growth stops ("plateau") when the slope over the last third of the window
     # is, at 90 % confidence, below this fraction of the slope over the window:
