@@ -835,3 +835,19 @@ def test_heap_blocks_clear_of_their_band_are_backed_by_memory_rising_at_the_step
     )
     sparse = replace(sparse, processes=[replace(proc, series={**proc.series, "rss_bytes": every})])
     assert analyze(sparse).verdicts[(42, "py_alloc_blocks")].verdict != "leak"
+
+
+def test_counts_in_findings_are_never_written_in_exponent_form() -> None:
+    from memprobe.analysis.wording import fmt_count, fmt_rate
+
+    # GIVEN rates of items a finding states (an event bus keeping 1,230 payloads a second)
+    # THEN they read as a person writes them, to three significant digits
+    assert [fmt_count(v) for v in (0.25, 1.0, 43.5, 1234.5, 24497.0)] == [
+        "0.25",
+        "1",
+        "43.5",
+        "1,230",
+        "24,500",
+    ]
+    assert fmt_rate("count", "s")(1234.5) == "+1,230/s"
+    assert fmt_count(float("nan")) == "–"

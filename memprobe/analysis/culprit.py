@@ -27,6 +27,7 @@ from memprobe.analysis.hints import HINT_CONTAINER
 from memprobe.analysis.holderline import grow_line
 from memprobe.analysis.phases import census_after_steps
 from memprobe.analysis.series import container_holder, step_clock
+from memprobe.analysis.wording import fmt_count
 from memprobe.record import Evidence, Finding, Process, RunRecord
 
 __all__ = ["Culprit", "attribute", "culprit_for", "live_culprit", "watch_name"]
@@ -194,5 +195,5 @@ def live_culprit(process_census: Sequence[Dict[str, Any]]) -> Optional[str]:
     rate = c.evidence.get("per_step")
     what = f"{c.type}" if c.type else "objects"
     grows = isinstance(rate, (int, float)) and rate > 0
-    grow = f" +{rate:.3g} {what}/{prof.per}" if grows else f" {what}"
+    grow = f" +{fmt_count(rate)} {what}/{prof.per}" if grows else f" {what}"
     return f"{c.holder or '?'}{grow}{graph}"

@@ -20,6 +20,7 @@ from memprobe.analysis.hints import (
     HINT_OBJECTS,
 )
 from memprobe.analysis.series import container_holder
+from memprobe.analysis.wording import fmt_count
 
 PYPLOT_FIGURES = "matplotlib.pyplot's open figures (Gcf.figs)"
 FIGURE = "matplotlib.figure.Figure"
@@ -103,15 +104,17 @@ def _modules(prof: Profile) -> Optional[Culprit]:
         param_bytes_per_step=round(prof.rate("modules:param_bytes")),
     )
     sentence = (
-        f"{rate:.3g} more `{name}` instances per {prof.per} stay alive with their parameters."
+        f"{fmt_count(rate)} more `{name}` instances per {prof.per} stay alive "
+        "with their parameters."
     )
     if box is None:  # the models sit inside the items of a growing container (records)
         box = prof.top_container()
         if box is not None:
             elem = box.elem_types[0] if box.elem_types else "item"
             sentence = (
-                f"`{box.holder}` (a {box.type}) gains {box.per_step:.3g} {elem} per {prof.per} "
-                f"({box.len:,} now), holding {rate:.3g} more `{name}` instances per "
+                f"`{box.holder}` (a {box.type}) gains {fmt_count(box.per_step)} {elem} "
+                f"per {prof.per} "
+                f"({box.len:,} now), holding {fmt_count(rate)} more `{name}` instances per "
                 f"{prof.per} with their parameters."
             )
     return make_culprit(
@@ -160,7 +163,7 @@ def _kind(prof: Profile, type_name: str, key: str, hint: str) -> Optional[Culpri
         False,
         key,
         hint,
-        f"{rate:.3g} more live `{type_name}` per {prof.per}{where}.",
+        f"{fmt_count(rate)} more live `{type_name}` per {prof.per}{where}.",
         ev,
         box,
     )
@@ -193,7 +196,7 @@ def _container(prof: Profile, box: Container) -> Culprit:
         False,
         "unbounded container",
         hint,
-        f"`{box.holder}` (a {box.type}) gains {box.per_step:.3g} {what} per {prof.per} "
+        f"`{box.holder}` (a {box.type}) gains {fmt_count(box.per_step)} {what} per {prof.per} "
         f"({box.len:,} now).",
         ev,
         box,
@@ -215,7 +218,7 @@ def _of_type(prof: Profile, name: str) -> Optional[Culprit]:
         False,
         "objects",
         hint,
-        f"{rate:.3g} more live `{name}` objects per {prof.per}.",
+        f"{fmt_count(rate)} more live `{name}` objects per {prof.per}.",
         evidence_of(per_step=rate),
         None,
     )

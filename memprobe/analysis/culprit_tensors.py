@@ -16,7 +16,7 @@ from memprobe.analysis.hints import (
     HINT_ITEM,
     HINT_NO_GRAD,
 )
-from memprobe.analysis.wording import fmt_bytes
+from memprobe.analysis.wording import fmt_bytes, fmt_count
 
 # graph roots a loss or a reduction of one ends in: a kept loss, not a kept model output
 _LOSS_ROOT = re.compile(r"(Loss|Entropy|Mean|Sum|Div|Add|Sub|Mul|Neg|Pow|Exp|Log)Backward", re.I)
@@ -114,7 +114,7 @@ def graph_culprit(prof: Profile) -> Optional[Culprit]:
             "graph carried across steps",
             HINT_CARRIED if accumulating else HINT_DETACH,
             f"{who} is carried across steps and built from each step's tensors: it "
-            f"holds one autograd graph that gains {largest:.3g} nodes per {prof.per}.",
+            f"holds one autograd graph that gains {fmt_count(largest)} nodes per {prof.per}.",
             ev,
             None,
         )
@@ -158,19 +158,21 @@ def graph_culprit(prof: Profile) -> Optional[Culprit]:
             # more tensors than items: each item's graph keeps activations, saved tensors
             extra = 0 < box.per_step and 1.5 * box.per_step < rate
             kept = box.per_step if extra else rate
-            who = f"`{box.holder}` (a {box.type}) gains {kept:.3g} torch.Tensor per {prof.per}"
+            who = (
+                f"`{box.holder}` (a {box.type}) gains {fmt_count(kept)} torch.Tensor per {prof.per}"
+            )
             if extra:
-                who += f" ({rate:.3g} tensors per {prof.per} stay alive with their graphs)"
+                who += f" ({fmt_count(rate)} tensors per {prof.per} stay alive with their graphs)"
         else:  # the tensors sit inside the items of a growing container (transitions, records)
             box = prof.top_container()
             elem = box.elem_types[0] if box and box.elem_types else "item"
             who = (
                 (
-                    f"`{box.holder}` (a {box.type}) gains {box.per_step:.3g} {elem} "
-                    f"per {prof.per}, holding {rate:.3g} torch.Tensor per {prof.per}"
+                    f"`{box.holder}` (a {box.type}) gains {fmt_count(box.per_step)} {elem} "
+                    f"per {prof.per}, holding {fmt_count(rate)} torch.Tensor per {prof.per}"
                 )
                 if box
-                else f"{rate:.3g} more torch.Tensor per {prof.per} stay alive"
+                else f"{fmt_count(rate)} more torch.Tensor per {prof.per} stay alive"
             )
         ev = evidence_of(
             per_step=rate,
@@ -203,7 +205,7 @@ def _carried(prof: Profile, top: Dict[str, Any], others: List[Dict[str, Any]]) -
     name = holder.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
     accumulating = node in SUM_NODES and bool(_ACCUMULATOR_NAME.search(name))
     nodes = prof.rate("graph:largest")
-    size = f": it gains {nodes:.3g} graph nodes per {prof.per}" if nodes > 0.5 else ""
+    size = f": it gains {fmt_count(nodes)} graph nodes per {prof.per}" if nodes > 0.5 else ""
     also = f" (so does `{others[0]['holder']}`)" if others else ""
     ev = evidence_of(
         graph_root=node,
@@ -242,8 +244,8 @@ def tensors_culprit(prof: Profile) -> Optional[Culprit]:
                 False,
                 "unbounded container",
                 HINT_CONTAINER,
-                f"`{inner.holder}` (a {inner.type}) gains {inner.per_step:.3g} {elem} per "
-                f"{prof.per} ({inner.len:,} now), holding {rate:.3g} more torch.Tensor per "
+                f"`{inner.holder}` (a {inner.type}) gains {fmt_count(inner.per_step)} {elem} per "
+                f"{prof.per} ({inner.len:,} now), holding {fmt_count(rate)} more torch.Tensor per "
                 f"{prof.per} (no autograd graph).",
                 ev,
                 inner,
@@ -255,7 +257,7 @@ def tensors_culprit(prof: Profile) -> Optional[Culprit]:
         False,
         "tensors kept",
         HINT_CONTAINER if box else HINT_ITEM,
-        f"{rate:.3g} more live tensors per {prof.per} (no autograd graph).",
+        f"{fmt_count(rate)} more live tensors per {prof.per} (no autograd graph).",
         ev,
         box,
     )

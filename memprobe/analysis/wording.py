@@ -48,9 +48,21 @@ def fmt_rate(unit: str, word: str) -> Callable[[float], str]:
     def fmt(v: float) -> str:
         if unit == "bytes":
             return f"{fmt_bytes(v, signed=True)}/{per}"
-        return f"{v:+.3g}/{per}"
+        return f"{fmt_count(v, signed=True)}/{per}"
 
     return fmt
+
+
+def fmt_count(v: Optional[float], signed: bool = False) -> str:
+    """A count for a person, to three significant digits and never in exponent form:
+    '0.25', '43.5', '1,230' (not '1.23e+03'); ``signed``: '+' before a positive one."""
+    if not _finite(v):
+        return "–"
+    assert v is not None
+    text = f"{v:+.3g}" if signed else f"{v:.3g}"
+    if "e" in text:
+        text = f"{float(text):+,.0f}" if signed else f"{float(text):,.0f}"
+    return text
 
 
 def _finite(x: Optional[float]) -> bool:
