@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import gc
 import inspect
+import os
 import re
 import sys
 import types
+import warnings
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -148,6 +150,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"measured repetitions per test (default {REPETITIONS})",
     )
     group.addoption(
+        "--memprobe-save",
+        default=None,
+        metavar="DIR",
+        dest="memprobe_save",
+        help="keep each repeated test's record in DIR as <test id>.json "
+        "(memprobe report / diff / --html read it)",
+    )
+    group.addoption(
         "--memprobe-warmup",
         type=int,
         default=WARMUP,
@@ -159,14 +169,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
     if config.getoption("memprobe") or config.getoption("memprobe_marked"):
-        config.pluginmanager.register(
-            _Repeater(marked_only=not config.getoption("memprobe")), "memprobe-repeater"
-        )
+        save = config.getoption("memprobe_save")
+        if save:
+            try:
+                os.makedirs(save, exist_ok=True)
+            except OSError as e:
+                raise pytest.UsageError(f"--memprobe-save {save}: {e.strerror or e}") from None
+        marked_only = not config.getoption("memprobe")
+        config.pluginmanager.register(_Repeater(marked_only, save), "memprobe-repeater")
 
 
 class _Repeater:
-    def __init__(self, marked_only: bool) -> None:
+    def __init__(self, marked_only: bool, save_dir: Optional[str] = None) -> None:
         self.marked_only = marked_only
+        self.save_dir = save_dir
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> Optional[bool]:
@@ -178,14 +194,20 @@ class _Repeater:
         limits = limits_for(pyfuncitem, pyfuncitem.config)
         names = pyfuncitem._fixtureinfo.argnames  # what pytest's own call passes
         args = {name: pyfuncitem.funcargs[name] for name in names}
-        message = repeat(fn, args, limits)
+        save = None
+        if self.save_dir:
+            save = os.path.join(self.save_dir, record_name(pyfuncitem.nodeid))
+        message = repeat(fn, args, limits, save)
         if message is not None:
             pytest.fail(message, pytrace=False)
         return True
 
 
-def repeat(fn: Any, args: Dict[str, Any], limits: Limits) -> Optional[str]:
-    """Run ``fn(**args)`` warm-up + measured times; the failure message, or None if clean."""
+def repeat(
+    fn: Any, args: Dict[str, Any], limits: Limits, save: Optional[str] = None
+) -> Optional[str]:
+    """Run ``fn(**args)`` warm-up + measured times; the failure message, or None if clean.
+    ``save``: a path where the run's record is written, leak or not."""
     for _ in range(limits.warmup):
         fn(**args)
     gc.collect()
@@ -215,7 +237,20 @@ def repeat(fn: Any, args: Dict[str, Any], limits: Limits) -> Optional[str]:
         del fixtures
     if run.record is None:
         return f"memprobe could not judge this test: {run.analysis_error}"
+    if save is not None:
+        try:
+            run.save(save)
+        except OSError as e:  # the verdict stands; only its record is lost
+            warnings.warn(
+                pytest.PytestWarning(f"memprobe could not save {save}: {e}"), stacklevel=2
+            )
     return failure_message(run.findings, limits)
+
+
+def record_name(nodeid: str) -> str:
+    """A file name for a test's record: its node id with what a path cannot hold replaced
+    (``tests/test_x.py::test_y[a-1]`` -> ``tests_test_x.py__test_y_a-1_.json``)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", nodeid.replace("::", "__"))[-200:] + ".json"
 
 
 def census_steps(n: int) -> List[int]:

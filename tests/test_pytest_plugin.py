@@ -3,10 +3,12 @@ which loads the plugin from memprobe's pytest11 entry point as a user's pytest w
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from memprobe.pytest_plugin import Limits, census_steps, failure_message, parse_size
-from memprobe.record import Finding
+from memprobe.pytest_plugin import Limits, census_steps, failure_message, parse_size, record_name
+from memprobe.record import Finding, load
 
 pytest_plugins = ["pytester"]
 
@@ -61,6 +63,19 @@ def test_tensor_clean():
     x = torch.randn(64, 64)
     assert float((x @ x).sum()) == float((x @ x).sum())
 """
+
+
+def _findings(path: Path) -> str:
+    """The verdict, findings and census steps of a saved record, for a failure message."""
+    rec = load(str(path))
+    lines = [f"verdict {rec.verdict}"]
+    for proc in rec.processes:
+        lines.append(f"censuses at steps {[c.get('step') for c in proc.census]}")
+    for by in rec.signals.values():
+        for name, s in sorted(by.items()):
+            if s.verdict not in (None, "no_leak") or "test_marked" in name:
+                lines.append(f"  {name}: {s.verdict} {s.slope_per_step} {s.reason}")
+    return "\n".join(lines)
 
 
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
@@ -135,8 +150,17 @@ def test_unmarked_leak_is_not_repeated():
     assert len(C) == 1
 """
     )
-    result = _run(pytester, "--memprobe-marked")
-    result.assert_outcomes(passed=2, failed=1)
+    saved = pytester.path / "records"
+    result = _run(pytester, "--memprobe-marked", "--memprobe-save", str(saved))
+    # each repeated test's record is kept (pass or fail) and says what was judged: shown
+    # with the failure when the outcome is not the one expected
+    records = sorted(p.name for p in saved.iterdir())
+    assert records == [
+        "test_marked.py__test_allowed_growth.json",
+        "test_marked.py__test_over_the_limit.json",
+    ]
+    report = _findings(saved / "test_marked.py__test_over_the_limit.json")
+    assert result.parseoutcomes() == {"passed": 2, "failed": 1}, report
     out = result.stdout.str()
     assert "test_over_the_limit FAILED" in out
     assert "20 repetitions after 1 warm-up" in out
@@ -246,3 +270,21 @@ def test_failure_message_honours_the_limits() -> None:
                                             max_bytes_per_repetition=4096)) is None  # fmt: skip
     only_bytes = failure_message(findings, Limits(max_objects_per_repetition=5))
     assert only_bytes is not None and "x.CACHE" not in only_bytes
+
+
+def test_record_names_are_file_names_from_the_test_id() -> None:
+    assert record_name("tests/test_x.py::test_y") == "tests_test_x.py__test_y.json"
+    assert record_name("test_p.py::test_q[a b/1]") == "test_p.py__test_q_a_b_1_.json"
+
+
+def test_an_unwritable_save_directory_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    # GIVEN a save directory under a plain file (it can never be made)
+    pytester.makepyfile(test_inner=INNER)
+    blocker = pytester.path / "blocker"
+    blocker.write_text("a file, not a directory")
+    # WHEN pytest is asked to keep records there
+    result = _run(pytester, "--memprobe", "--memprobe-save", str(blocker / "records"))
+    # THEN it stops before running anything, saying why in one line, no traceback
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "--memprobe-save" in err and "Traceback" not in err
