@@ -851,3 +851,29 @@ def test_counts_in_findings_are_never_written_in_exponent_form() -> None:
     ]
     assert fmt_rate("count", "s")(1234.5) == "+1,230/s"
     assert fmt_count(float("nan")) == "–"
+
+
+def test_heap_blocks_a_free_list_could_hold_are_not_backed_by_memory_merely_rising() -> None:
+    # GIVEN heap blocks climbing +5 a step clear of their wobble for 250 steps (~1,250 in
+    # all: a tuple free list filling, which stops at 2,000: a gradient-accumulation loop)
+    # and RSS read at every step rising +8 KiB a step on a ragged walk, not clear of its noise
+    rng = np.random.default_rng(0)
+
+    def judged(steps: int) -> Any:
+        x = np.arange(float(steps))
+        blocks = 1.08e6 + 5.0 * x + rng.normal(0.0, 3.0, steps)
+        walk = np.cumsum(rng.normal(0.0, 60e3, steps))
+        rss = 350e6 + 8 * 1024.0 * x + walk + rng.normal(0.0, 100e3, steps)
+        return analyze(_record({"py_alloc_blocks": blocks, "rss_bytes": rss}))
+
+    short = judged(250)
+    rss = short.verdicts[(42, "rss_bytes")]
+    assert rss.verdict == "inconclusive" and rss.substantial, rss.reason
+    # THEN the blocks are not a leak on that backing: more than a free list holds is needed
+    assert short.verdicts[(42, "py_alloc_blocks")].verdict != "leak"
+    assert short.verdict != "leak"
+    # BUT the same climb kept up for 800 steps (4,000 blocks) is one
+    long = judged(800)
+    assert long.verdicts[(42, "rss_bytes")].verdict != "leak"
+    assert long.verdicts[(42, "py_alloc_blocks")].verdict == "leak"
+    assert long.verdict == "leak"

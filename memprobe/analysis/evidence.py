@@ -20,6 +20,11 @@ COUNTED = ("memory", "object", "heap")
 # points after its warm-up a memory series needs to back the heap blocks without leaking
 # itself: three times what any verdict needs (see _backs)
 DENSE_MEMORY = 30
+# heap blocks a rise must exceed before memory that merely rose with it backs it: what one
+# of CPython's free lists holds at most (2,000 tuples of one size). A list that fills while
+# tuples allocated at one size are freed at another grows the blocks a few a step for
+# hundreds of steps, then stops (a gradient-accumulation loop: +4/step for 500 steps)
+FREELIST_BLOCKS = 2000.0
 
 
 # a memory leak by the steady-rise test alone (see verdict.SignalVerdict.steady) stands on its
@@ -122,7 +127,7 @@ def corroborate(
         v_out = out
         if heavy_items and name.startswith("container:"):
             continue  # its items grow by bytes that count
-        if any(_backs(name, other, ov) for other, ov in v_out.items() if other != name):
+        if any(_backs(v, name, other, ov) for other, ov in v_out.items() if other != name):
             continue
         out[name] = replace(
             v,
@@ -151,10 +156,10 @@ def _heavy_tensors(verdicts: Dict[str, SignalVerdict]) -> bool:
     return False
 
 
-def _backs(name: str, other: str, v: SignalVerdict) -> bool:
-    """Does ``other`` back a heap leak of ``name``? Memory, heavy objects or heap
-    blocks growing do; so does any leak when ``name`` is the heap-blocks counter
-    (the leak says what grows, the blocks say it is not nothing)."""
+def _backs(heap: SignalVerdict, name: str, other: str, v: SignalVerdict) -> bool:
+    """Does ``other`` (verdict ``v``) back a heap leak of ``name`` (verdict ``heap``)?
+    Memory, heavy objects or heap blocks growing do; so does any leak when ``name`` is the
+    heap-blocks counter (the leak says what grows, the blocks say it is not nothing)."""
     if name == BLOCKS and v.verdict == LEAK and v.family in COUNTED:
         return True
     if not (v.verdict == LEAK or v.growing):
@@ -164,9 +169,14 @@ def _backs(name: str, other: str, v: SignalVerdict) -> bool:
         # blocks that climb clear of their band (a handler formatting every line into
         # buffers that pile up) and memory that rose significantly by what counts are two
         # measurements of one growth, when the memory was read at the step boundaries, often
-        # (a preload under way before the first step, a worker's few outside reads: no)
+        # (a preload under way before the first step, a worker's few outside reads: no),
+        # and the blocks rose by more than a free list holds
         return v.verdict == LEAK or (
-            name == BLOCKS and v.substantial and v.axis == "step" and v.n >= DENSE_MEMORY
+            name == BLOCKS
+            and v.substantial
+            and v.axis == "step"
+            and v.n >= DENSE_MEMORY
+            and heap.growth > FREELIST_BLOCKS
         )
     return v.family == "object" or other == BLOCKS
 
