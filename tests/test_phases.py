@@ -149,3 +149,37 @@ def test_item_bytes_follow_the_dense_length_between_censuses() -> None:
     assert 1.8e6 < grown < 2.0e6
     assert 1200 < rate < 1400
     assert rate0 > 0
+
+
+def _no_steps(seconds: float, mib_per_s: float, seed: int = 0) -> RunRecord:
+    """A process without a step yet, sampled every 0.1 s while its RSS climbs."""
+    rng = np.random.default_rng(seed)
+    t = [0.4 + 0.1 * k for k in range(int(seconds * 10))]
+    rss = [20 * MIB + mib_per_s * MIB * (x - 0.4) + rng.normal(0, 0.3 * MIB) for x in t]
+    series = {"rss_bytes": Series(step=[None] * len(t), t=t, value=rss)}
+    return RunRecord(
+        command=["train.py"],
+        cwd="/",
+        started_at=0.0,
+        duration_s=t[-1],
+        exit=ExitInfo(code=0),
+        limits=Limits(ram_bytes=16 * 2**30, ram_source="machine"),
+        x_axis="time",
+        processes=[Process(pid=7, role="main", series=series)],
+    )
+
+
+def test_a_steep_climb_before_any_step_waits_for_the_full_span() -> None:
+    # GIVEN 6 s of a process that has not stepped yet, its RSS climbing 40 MiB/s with
+    # nothing counted growing beside it: torch imported, a dataset and a model built on a
+    # busy machine (15 correct corpus scripts looked like this at some cut, busy)
+    early = analyze(_no_steps(6.0, 40.0))
+    # THEN it is not called a leak yet (a phase after the steps would be: see below)
+    assert early.verdicts[(7, "rss_bytes")].verdict == "inconclusive"
+    assert early.verdict != "leak"
+    # BUT the same climb kept up for 12 s is one
+    assert analyze(_no_steps(12.0, 40.0)).verdict == "leak"
+    # AND 6 s of it after 400 steps (an evaluation memoizing every output) is one too
+    after = analyze(_two_phases(400, 6.0, 40.0))
+    assert after.verdict == "leak"
+    assert "after the last step" in after.verdicts[(7, "rss_bytes")].reason

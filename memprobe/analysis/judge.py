@@ -23,7 +23,7 @@ from memprobe.analysis.verdict import (
 from memprobe.analysis.warmup import detect_warmup
 from memprobe.analysis.wording import needed_text
 
-OVERWHELMING = 20.0  # growth this many times what counts halves the time axis' minimum span
+OVERWHELMING = 20.0  # growth this many times what counts shortens the time axis' minimum span
 
 __all__ = ["judge_series"]
 
@@ -139,7 +139,7 @@ def _judge_plain(
         # graphs eating hundreds of MB a second may run for only a second or two
         rise = float(np.median(yw[-3:]) - np.median(yw[:3]))
         if rise >= OVERWHELMING * options.growth_threshold(unit, float(np.median(yw)), fam):
-            min_span = min_span / 2
+            min_span = min_span * options.overwhelming_span_factor
     if len(xw) < options.min_points or span < min_span:
         more_pts = max(0, options.min_points - len(xw))
         return _too_short(base, len(xw), warm, more_pts, max(0.0, min_span - span), word)

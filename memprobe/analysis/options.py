@@ -43,6 +43,12 @@ class DetectOptions:
     # 9,000-step RNN chain grows ~250 MB/s for ~1.5 s after its imports here).
     min_span_seconds: float = 10.0
     min_span_seconds_backed: float = 2.0
+    # Growth 20 times what counts needs half that span in the phase after a process' last
+    # step (an evaluation that memoizes every output: its model and imports were built
+    # long before). Not in a process that has not stepped (yet): there start-up itself
+    # climbs hundreds of MB in a few seconds (imports, a dataset built, a model on a busy
+    # machine), and a leak without steps waits for the full span or for a count backing it.
+    overwhelming_span_factor: float = 0.5
 
     # Practical significance for byte signals: a leak must grow at least this
     # much per step (per second on the time axis) AND at least

@@ -110,6 +110,9 @@ def judge_process(
     """
     axis = process_axis(process)
     clock = step_clock(process.series) if axis == "step" else None
+    if axis == "time" and not after_steps:
+        # no step yet: a steep climb may be start-up (see overwhelming_span_factor)
+        options = replace(options, overwhelming_span_factor=1.0)
     backed = replace(options, min_span_seconds=options.min_span_seconds_backed)
     prepared = {}
     for name, series in sorted(process.series.items()):
