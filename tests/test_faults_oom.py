@@ -151,3 +151,36 @@ def test_oom_kill_in_a_cgroup_of_the_targets_own(
     assert record["exit"] == {"code": None, "signal": 9, "oom_killed": True}
     main = [p for p in record["processes"] if p["role"] == "main"][0]
     assert max(main["series"]["rss_bytes"]["value"]) > 0.5 * LIMIT
+
+
+PARENT_MAPS = """
+import os, time
+time.sleep(4)  # the parent's start-up work is done by then
+with open(f"/proc/{os.getppid()}/maps") as f:
+    print("statistics loaded:", "scipy" in f.read())
+"""
+
+
+def test_memprobe_takes_no_memory_of_its_own_while_its_target_runs_in_a_limited_cgroup(
+    tmp_path: Path, memory_cgroup: Path
+) -> None:
+    # GIVEN a target that looks, 4 s in, whether memprobe's parent has loaded its statistics
+    # (~80 MiB: memory a target filling the cgroup needs, and a second OOM kill's victim)
+    script = tmp_path / "maps.py"
+    script.write_text(PARENT_MAPS)
+
+    def run(*wrap: str) -> str:
+        cmd = [sys.executable, "-m", "memprobe", "run", "--no-live", "-o", "r.json", str(script)]
+        proc = subprocess.run(
+            [*wrap, *cmd], cwd=tmp_path, env=cli_env(), capture_output=True, text=True, timeout=120
+        )
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    # WHEN memprobe runs it in a 400 MiB cgroup, and outside it
+    join = f'echo $$ > {memory_cgroup / "cgroup.procs"} && exec "$@"'
+    inside = run("sh", "-c", join, "sh")
+    outside = run()
+    # THEN in the cgroup the statistics wait for the target's end; outside they load at once
+    assert "statistics loaded: False" in inside
+    assert "statistics loaded: True" in outside
