@@ -43,15 +43,19 @@ def _two_phases(
         rss.append(base + grown + rng.normal(0, noise_mib * MIB))
         k += 1
     series = {"rss_bytes": Series(step=steps, t=t, value=rss)}
-    proc = Process(pid=7, role="main", steps=train_steps, series=series)
+    return _one_process(Process(pid=7, role="main", steps=train_steps, series=series), "step")
+
+
+def _one_process(proc: Process, x_axis: str) -> RunRecord:
+    """A run record of one process, 16 GiB of RAM, ending with the process' last sample."""
     return RunRecord(
-        command=["eval.py"],
+        command=["train.py"],
         cwd="/",
         started_at=0.0,
-        duration_s=t[-1],
+        duration_s=max(t for s in proc.series.values() for t in s.t),
         exit=ExitInfo(code=0),
         limits=Limits(ram_bytes=16 * 2**30, ram_source="machine"),
-        x_axis="step",
+        x_axis=x_axis,
         processes=[proc],
     )
 
@@ -157,16 +161,7 @@ def _no_steps(seconds: float, mib_per_s: float, seed: int = 0) -> RunRecord:
     t = [0.4 + 0.1 * k for k in range(int(seconds * 10))]
     rss = [20 * MIB + mib_per_s * MIB * (x - 0.4) + rng.normal(0, 0.3 * MIB) for x in t]
     series = {"rss_bytes": Series(step=[None] * len(t), t=t, value=rss)}
-    return RunRecord(
-        command=["train.py"],
-        cwd="/",
-        started_at=0.0,
-        duration_s=t[-1],
-        exit=ExitInfo(code=0),
-        limits=Limits(ram_bytes=16 * 2**30, ram_source="machine"),
-        x_axis="time",
-        processes=[Process(pid=7, role="main", series=series)],
-    )
+    return _one_process(Process(pid=7, role="main", series=series), "time")
 
 
 def test_a_steep_climb_before_any_step_waits_for_the_full_span() -> None:
