@@ -21,9 +21,9 @@ COUNTED = ("memory", "object", "heap")
 # itself: three times what any verdict needs (see _backs)
 DENSE_MEMORY = 30
 # heap blocks a rise must exceed before memory that merely rose with it backs it: what one
-# of CPython's free lists holds at most (2,000 tuples of one size). A list that fills while
-# tuples allocated at one size are freed at another grows the blocks a few a step for
-# hundreds of steps, then stops (a gradient-accumulation loop: +4/step for 500 steps)
+# of CPython's free lists holds at most (2,000 tuples of one size). A gradient-accumulation
+# loop grows the blocks +4 a step for ~500 steps, then not at all (+2,100), its gc-tracked
+# objects flat all along; a full collection, which empties the free lists, releases them
 FREELIST_BLOCKS = 2000.0
 
 
