@@ -877,3 +877,28 @@ def test_heap_blocks_a_free_list_could_hold_are_not_backed_by_memory_merely_risi
     assert long.verdicts[(42, "rss_bytes")].verdict != "leak"
     assert long.verdicts[(42, "py_alloc_blocks")].verdict == "leak"
     assert long.verdict == "leak"
+
+
+def test_a_count_cleared_once_and_filling_again_is_no_leak_until_it_climbs_past_its_peak() -> None:
+    # GIVEN a count of objects read at every step (torch's StorageWeakRef between DataLoader
+    # batches): +2 a step from 50 to 122, cleared to 6, then +2 a step again, to 92
+    x = np.arange(100.0)
+    first = 50.0 + 2.0 * x[:37]
+    again = 6.0 + 2.0 * np.arange(44.0)
+    y = np.concatenate([first, again])
+    xs = np.arange(float(len(y)))
+    name = "objects:torch.multiprocessing.reductions.StorageWeakRef"
+    v = judge_series(xs, y, "count", DetectOptions(), signal=name)
+    # THEN it is a sawtooth with one tooth seen, not a leak from its last drop on
+    assert v.verdict != "leak" and v.floor, v.reason
+    # BUT the same count that climbs on past where it fell from (to 166) is judged as a line
+    past = np.concatenate([first, 6.0 + 2.0 * np.arange(81.0)])
+    w = judge_series(np.arange(float(len(past))), past, "count", DetectOptions(), signal=name)
+    assert w.verdict == "leak", w.reason
+    # AND a start-up that let a quarter of its objects go, then gains +2 a step, is no tooth
+    startup = np.concatenate([np.linspace(0.0, 2000.0, 6), 1500.0 + 2.0 * np.arange(60.0)])
+    s = judge_series(np.arange(66.0), startup, "count", DetectOptions(), signal=name)
+    assert not s.floor and s.verdict == "leak", s.reason
+    # AND process memory with one such drop is judged as before (a leak may follow a release)
+    m = judge_series(xs, y * 1e6, "bytes", DetectOptions(), signal="rss_bytes")
+    assert not m.floor

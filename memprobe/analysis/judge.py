@@ -25,6 +25,9 @@ from memprobe.analysis.wording import needed_text
 
 OVERWHELMING = 20.0  # growth this many times what counts shortens the time axis' minimum span
 
+# counts of things a program keeps, whose one drop may be the first tooth of a sawtooth
+_TOOTH_COUNTS = ("objects:", "container:", "tensors:count")
+
 __all__ = ["judge_series"]
 
 
@@ -68,7 +71,9 @@ def judge_series(
     min_span = options.min_span_steps if axis == "step" else options.min_span_seconds
     # Two looks (the window, and its recent half) share the false-alarm budget.
     alpha = (1.0 - options.confidence) / max(1, n_tests) / 2.0
-    saw = sawtooth_floor(xa, ya)
+    # a count of objects cleared once and filling again is a tooth until it climbs past
+    # where it fell from (torch's StorageWeakRef between DataLoader batches)
+    saw = sawtooth_floor(xa, ya, first_tooth=signal.startswith(_TOOTH_COUNTS))
     if saw is not None and saw.floor is None:
         level = float(np.median(ya))
         total = options.growth_threshold(unit, level, fam)

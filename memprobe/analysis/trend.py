@@ -141,13 +141,16 @@ class Sawtooth:
     drops: tuple[int, ...] = ()  # index of the last sample before each drop
 
 
-def sawtooth_floor(x: Array, y: Array) -> Optional[Sawtooth]:
+def sawtooth_floor(x: Array, y: Array, first_tooth: bool = False) -> Optional[Sawtooth]:
     """Indices of the floor of a grow-and-clear series, or None when it is no sawtooth.
 
     A sawtooth drop is a fall much larger than the step-to-step noise that is
     not just the way back from a one-point spike, nor a dip that jumps back up. With two
     or more of them, the floor is the minimum over consecutive windows one typical period
-    long.
+    long. ``first_tooth``: one drop is a sawtooth too (with too few periods) when it gave back
+    most of what the series rose before it, while the series has not climbed back past
+    where it fell from: a count cleared once and filling again, as a batch's objects do
+    between one release and the next.
     """
     n = len(y)
     if n < 12:
@@ -167,6 +170,8 @@ def sawtooth_floor(x: Array, y: Array) -> Optional[Sawtooth]:
         and not (i > 0 and d[i - 1] > 0.5 * -d[i])
         and not (i + 1 < len(d) and float(np.max(d[i + 1 : i + 4])) > 0.6 * -d[i])
     ]
+    if first_tooth and len(drops) == 1 and _first_tooth(y, drops[0]):
+        return Sawtooth(period=drops[0] + 1, floor=None, drops=tuple(drops))
     if len(drops) < 2:
         return None
     period = int(np.median(np.diff(drops)))
@@ -180,6 +185,17 @@ def sawtooth_floor(x: Array, y: Array) -> Optional[Sawtooth]:
     rows = np.argmin(y[idx], axis=1)
     pick: npt.NDArray[np.intp] = idx[np.arange(m), rows]
     return Sawtooth(period=period, floor=pick)
+
+
+def _first_tooth(y: Array, drop: int) -> bool:
+    """The one drop at ``drop`` gave back at least three quarters of all the series had
+    risen before it (a tooth, not a start-up that let a part of itself go), and the series
+    has not climbed back past where it fell from."""
+    if drop < 3:  # a tooth is seen rising first
+        return False
+    peak = float(y[drop])
+    rose, fell = peak - float(y[0]), peak - float(y[drop + 1])
+    return rose > 0 and fell >= 0.75 * rose and float(np.max(y[drop + 1 :])) < peak
 
 
 def growth_stopped(x: Array, y: Array, limit: float, max_points: int) -> bool:
