@@ -701,3 +701,22 @@ def test_a_look_on_evidence_in_a_program_without_steps() -> None:
     assert exp.evidence_left == left - 1
     # AND not again within EVIDENCE_GAP_S of that census
     assert not exp.wants_look({"tensors:count": 9000}, time.monotonic(), True)
+
+
+def test_open_figures_are_what_pyplot_holds_not_every_live_figure() -> None:
+    # GIVEN pyplot (Agg) and a figure drawn, kept in a variable, and closed
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+    fig, _ = plt.subplots()
+    values: Dict[str, Any] = {}
+    cheap.open_figures(values)
+    assert values["figures:open"] == 1
+    # WHEN it is closed (the object itself still alive)
+    plt.close(fig)
+    cheap.open_figures(values)
+    # THEN pyplot holds none open, though the figure lives on
+    assert values["figures:open"] == 0
+    assert fig is not None

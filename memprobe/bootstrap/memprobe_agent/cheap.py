@@ -103,6 +103,18 @@ def python_blocks(out: Dict[str, Any]) -> None:
     out[wire.PY_BLOCKS] = sys.getallocatedblocks()
 
 
+def open_figures(out: Dict[str, Any]) -> None:
+    """Figures pyplot's manager holds open (``Gcf.figs``, one dict's length), once pyplot is
+    imported. ``figures:count`` counts every live ``Figure``, closed ones too: a figure
+    closed with ``plt.close(fig)`` lives in reference cycles until the collector's next
+    full pass, so that count climbs for hundreds of steps in a correct loop, while this one
+    stays at the figures the program has not closed."""
+    helpers = sys.modules.get("matplotlib._pylab_helpers")
+    figs = getattr(getattr(helpers, "Gcf", None), "figs", None)
+    if isinstance(figs, dict):
+        out[wire.FIGURES_OPEN] = len(figs)
+
+
 def file_id(fd: int) -> Optional[FileId]:
     """(device, inode) of an open descriptor: tells our file from a reused number."""
     try:

@@ -123,6 +123,7 @@ class Sampler:
             values[wire.RSS] = rss
         self.collect("py_blocks", cheap.python_blocks, values)
         self.collect("live_counts", self.live.read, values)
+        self.collect("open_figures", cheap.open_figures, values)
         self.collect("cuda", cheap.cuda_signals, values)
         self.collect("watch", self.watches.sample, values, now)
         self.emit({"k": wire.K_SAMPLE, "t": now - self.t0, "step": step, "v": values})

@@ -57,6 +57,7 @@ MAX_MARK_LABEL = 200
 RSS = "rss_bytes"
 PY_BLOCKS = "py_alloc_blocks"
 GC_OBJECTS = "gc_tracked_objects"
+FIGURES_OPEN = "figures:open"  # pyplot's open figures (cheap.open_figures)
 
 ROLE_MAIN = "main"
 ROLE_WORKER = "worker"
