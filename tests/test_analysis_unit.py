@@ -902,3 +902,83 @@ def test_a_count_cleared_once_and_filling_again_is_no_leak_until_it_climbs_past_
     # AND process memory with one such drop is judged as before (a leak may follow a release)
     m = judge_series(xs, y * 1e6, "bytes", DetectOptions(), signal="rss_bytes")
     assert not m.floor
+
+
+def _replay_census(pairs: List[Any], maxlen: int = 3000) -> List[Dict[str, Any]]:
+    return [
+        {
+            "step": step,
+            "t": step * 0.05,
+            "containers": [
+                {
+                    "holder": "dqn.py:main:replay",
+                    "len": length,
+                    "maxlen": maxlen,
+                    "elem_types": ["__main__.Transition"],
+                }
+            ],
+        }
+        for step, length in pairs
+    ]
+
+
+def test_memory_rising_while_a_bounded_deque_fills_waits_for_the_fill() -> None:
+    # GIVEN RSS rising +16 KiB a step while a deque(maxlen=3000) fills at one item a step
+    # (censuses at steps 25, 100, 400 saw it 25, 100, 400 long), with a little noise
+    rng = np.random.default_rng(3)
+    steps = np.arange(0, 6000, 10, dtype=float)
+    rss = 400e6 + 16384 * np.minimum(steps, 3000) + rng.normal(0, 20e3, len(steps))
+    early = _replay_census([(25, 25), (100, 100), (400, 400)])
+    mid = _record({"rss_bytes": rss[:200]}, stride=10)  # steps 0..1990: still filling
+    mid.processes[0].census.extend(early)
+    # THEN no leak while it fills: inconclusive, waiting for the deque
+    a = analyze(mid)
+    assert a.verdict != "leak"
+    assert "deque(maxlen=3000), fills" in a.signals["42"]["rss_bytes"].reason
+    # AND once it is full (a census saw it full) the flat memory after the fill decides
+    whole = _record({"rss_bytes": rss}, stride=10)
+    whole.processes[0].census.extend(early + _replay_census([(4000, 3000)]))
+    assert analyze(whole).verdict == "no_leak"
+    # AND memory that keeps rising after the fill is a leak
+    leak = 400e6 + 16384 * steps + rng.normal(0, 20e3, len(steps))
+    still = _record({"rss_bytes": leak}, stride=10)
+    still.processes[0].census.extend(early + _replay_census([(4000, 3000)]))
+    assert analyze(still).verdict == "leak"
+    # AND a container growing outside the deque keeps the memory's leak while it fills
+    other = _record({"rss_bytes": rss[:200], "container:main:losses:len": steps[:200]}, stride=10)
+    other.processes[0].census.extend(early)
+    assert analyze(other).verdict == "leak"
+
+
+def test_closed_figures_waiting_for_the_collector_are_no_leak_while_pyplot_holds_none() -> None:
+    # GIVEN a figure drawn and closed every 5 steps: the live Figure count climbs +0.1 a step
+    # (closed figures live in reference cycles until a full collection), RSS and heap blocks
+    # with it, while pyplot's manager holds at most one open figure
+    rng = np.random.default_rng(5)
+    steps = np.arange(0, 300, 2, dtype=float)
+    figures = 1 + np.floor(steps / 10)
+    rss = 380e6 + 80e3 * steps + rng.normal(0, 30e3, len(steps))
+    blocks = 9e5 + 600 * steps + rng.normal(0, 200, len(steps))
+    is_open = (steps % 10 < 4).astype(float)
+    closed = _record(
+        {
+            "figures:count": figures,
+            "figures:open": is_open,
+            "rss_bytes": rss,
+            "py_alloc_blocks": blocks,
+        },
+        stride=2,
+    )
+    # THEN no leak: the figures are closed ones waiting for the collector, and the memory
+    # and blocks that rise with them wait too
+    a = analyze(closed)
+    assert a.verdict != "leak"
+    assert "closed figures waiting for the cyclic collector" in (
+        a.signals["42"]["figures:count"].reason
+    )
+    # AND figures pyplot keeps open (never closed) are a leak
+    never = _record(
+        {"figures:count": figures, "figures:open": figures, "rss_bytes": rss},
+        stride=2,
+    )
+    assert analyze(never).verdict == "leak"

@@ -38,6 +38,7 @@ from memprobe.analysis.evidence import (
     slow_container_with_memory,
     steady_needs_backing,
 )
+from memprobe.analysis.fills import closed_figures_hold_back, deque_fills, fill_holds_back
 from memprobe.analysis.findings import fragmentation_finding, leak_finding
 from memprobe.analysis.judge import judge_series
 from memprobe.analysis.options import DEFAULT_OPTIONS, DetectOptions
@@ -120,22 +121,26 @@ def judge_process(
             series = with_steps(series, clock)
         prepared[name] = prepare(series, axis)
 
-    def judge(name: str, opts: DetectOptions) -> SignalVerdict:
+    def judge(name: str, opts: DetectOptions, x_from: Optional[float] = None) -> SignalVerdict:
         prep = prepared[name]
+        keep = prep.x >= x_from if x_from is not None else slice(None)
         return judge_series(
-            prep.x,
-            prep.y,
+            prep.x[keep],
+            prep.y[keep],
             unit_of(name),
             opts,
             axis=axis,
-            t=prep.t,
+            t=prep.t[keep],
             signal=name,
             n_tests=n_tests,
         )
 
+    def backed_if_counts(name: str) -> DetectOptions:
+        return backed if counts_items(name) else options
+
     out: Dict[str, SignalVerdict] = {}
     for name in prepared:
-        out[name] = judge(name, backed if counts_items(name) else options)
+        out[name] = judge(name, backed_if_counts(name))
         if axis == "time" and out[name].verdict == INCONCLUSIVE and not counts_items(name):
             # flat already: no leak when even over the full span its upper rate bound
             # could not add up to growth that matters (a short run that never grew)
@@ -181,6 +186,10 @@ def judge_process(
     out = bounded_fill(out, bounds)
     out = corroborate(out, carried_in_census(process.census), heavy_items)
     out = steady_needs_backing(out, carried_in_census(process.census, min_kept=CARRIED_BACKS))
+
+    fills = deque_fills(process.census, axis)
+    out = fill_holds_back(out, fills, lambda name, x: judge(name, backed_if_counts(name), x))
+    out = closed_figures_hold_back(out)
     if axis == "step":
         # the phase after the last step (evaluation, rollouts): on seconds, see phases.py
         tail = stepless_tail(process, options.min_span_seconds_backed)

@@ -1,0 +1,153 @@
+"""Growth that will stop by itself, held back until it has: a bounded deque filling up and
+closed matplotlib figures waiting for the cyclic collector.
+
+Both rise for hundreds of steps in a correct program, at the pace of a leak, and both are
+known to the agent: a deque's ``maxlen`` and length at each census, the figures pyplot
+still holds open at every sample. While nothing else grows (no object count or container
+called leak: those accumulate somewhere else and keep their verdict, the memory with
+them), the process' memory and heap blocks rising beside such a fill are not a leak yet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from memprobe.analysis.evidence import TENSOR_COUNT
+from memprobe.analysis.series import BLOCKS
+from memprobe.analysis.verdict import INCONCLUSIVE, LEAK, SignalVerdict
+
+FIGURES_OPEN = "figures:open"
+FIGURES = "figures:count"
+# counts that accumulate outside a deque's items when they leak: graphs kept, models, arrays
+_ELSEWHERE = ("graph:nodes", "graph:largest", "modules:count", "ndarray:count")
+
+
+@dataclass(frozen=True)
+class DequeFill:
+    """A bounded deque (``deque(maxlen=N)``) the censuses saw filling: where it stood at the
+    last census (``length`` of ``maxlen``) and where on the axis it is full (``full_x``:
+    between the last look that saw it short of full and the first that saw it full, at the
+    pace it filled at where that is known, else projected at that pace; None when it did
+    not gain between two looks)."""
+
+    holder: str
+    maxlen: int
+    length: int
+    full_x: Optional[float]
+
+
+def deque_fills(census: Sequence[Mapping[str, Any]], axis: str) -> List[DequeFill]:
+    """Every bounded deque seen short of full at some census, with where it fills up."""
+    seen: Dict[str, List[Tuple[float, int, int]]] = {}
+    for entry in census:
+        x = entry.get("step" if axis == "step" else "t") if isinstance(entry, dict) else None
+        boxes = entry.get("containers") if isinstance(entry, dict) else None
+        if not isinstance(x, (int, float)) or isinstance(x, bool) or not isinstance(boxes, list):
+            continue
+        for box in boxes:
+            if not isinstance(box, dict) or not isinstance(box.get("holder"), str):
+                continue
+            length, bound = box.get("len"), box.get("maxlen")
+            if isinstance(length, int) and isinstance(bound, int) and bound > 0:
+                seen.setdefault(box["holder"], []).append((float(x), length, bound))
+    return [f for f in (_fill(h, pts) for h, pts in seen.items()) if f is not None]
+
+
+def _fill(holder: str, pts: List[Tuple[float, int, int]]) -> Optional[DequeFill]:
+    short = [p for p in pts if p[1] < p[2]]
+    if not short:
+        return None  # full at every look: it filled before the first one (the warm-up)
+    first, last_short = short[0], short[-1]
+    _, length, maxlen = pts[-1]
+    gained = last_short[1] - first[1]
+    pace = gained / (last_short[0] - first[0]) if last_short[0] > first[0] else 0.0
+    full_x = last_short[0] + (maxlen - last_short[1]) / pace if pace > 0 else None
+    seen_full = [p[0] for p in pts if p[0] > last_short[0] and p[1] >= p[2]]
+    if seen_full:
+        full_x = seen_full[0] if full_x is None else min(max(full_x, last_short[0]), seen_full[0])
+    return DequeFill(holder, maxlen, length, full_x)
+
+
+def fill_holds_back(
+    verdicts: Dict[str, SignalVerdict],
+    fills: Sequence[DequeFill],
+    judge_from: Callable[[str, float], Optional[SignalVerdict]],
+) -> Dict[str, SignalVerdict]:
+    """Memory, heap blocks and the tensor count rising while a bounded deque fills (a
+    replay buffer): a warm-up that ends where the deque is full.
+
+    A leak of one of them is judged again from where the last deque filled
+    (``judge_from(name, x)``: the series from x on). Where that is past the series' end
+    (still filling) it is inconclusive, waiting for the fill; once full, the series after
+    the fill decides alone."""
+    dated = [f for f in fills if f.full_x is not None]
+    if not dated or _grows_elsewhere(verdicts):
+        return verdicts
+    fill = max(dated, key=lambda f: f.full_x or 0.0)
+    assert fill.full_x is not None
+    where = f"`{fill.holder}`, a deque(maxlen={fill.maxlen}),"
+    out = dict(verdicts)
+    for name, v in verdicts.items():
+        if not _held_back(name, v, (TENSOR_COUNT,)):
+            continue
+        end = v.x_end if v.x_end is not None else float("inf")
+        again = judge_from(name, fill.full_x) if fill.full_x < end else None
+        if again is None:
+            out[name] = _waits(
+                v,
+                f"while {where} fills ({fill.length} of {fill.maxlen} at the last census): bounded",
+                "the deque to fill, then no more growth",
+            )
+        elif again.verdict != LEAK:
+            out[name] = replace(again, reason=f"{again.reason}, since {where[:-1]} filled")
+    return out
+
+
+def closed_figures_hold_back(verdicts: Dict[str, SignalVerdict]) -> Dict[str, SignalVerdict]:
+    """Figures that pile up while pyplot holds none more open: closed ones (``plt.close``)
+    that live in reference cycles until the collector's next full pass, which may be
+    hundreds of steps away. Their count is no leak, nor the memory and heap blocks rising
+    with it, until a collection has passed and they kept rising (then the count shows a
+    drop, and is judged as the sawtooth it is)."""
+    count, still_open = verdicts.get(FIGURES), verdicts.get(FIGURES_OPEN)
+    if count is None or still_open is None or not (count.verdict == LEAK or count.growing):
+        return verdicts
+    if still_open.verdict == LEAK or still_open.growing:
+        return verdicts  # figures never closed: pyplot keeps them (the leak)
+    is_open = int(still_open.last_value or 0)
+    why = f"while pyplot holds {is_open} open: closed figures waiting for the cyclic collector"
+    out = dict(verdicts)
+    out[FIGURES] = _waits(count, why, "a full collection, and growth past it")
+    if _grows_elsewhere(verdicts):
+        return out
+    for name, v in verdicts.items():
+        if _held_back(name, v, ()):
+            out[name] = _waits(
+                v, f"{why} ({int(count.last_value or 0)} alive)", "a full collection"
+            )
+    return out
+
+
+def _grows_elsewhere(verdicts: Mapping[str, SignalVerdict]) -> bool:
+    return any(
+        v.verdict == LEAK and (name.startswith(("objects:", "container:")) or name in _ELSEWHERE)
+        for name, v in verdicts.items()
+    )
+
+
+def _held_back(name: str, v: SignalVerdict, counts: Tuple[str, ...]) -> bool:
+    if v.verdict != LEAK or name.startswith("cuda:"):
+        return False
+    return v.family == "memory" or name == BLOCKS or name in counts
+
+
+def _waits(v: SignalVerdict, why: str, needed: str) -> SignalVerdict:
+    return replace(
+        v,
+        verdict=INCONCLUSIVE,
+        growing=False,
+        substantial=False,
+        reason=f"{v.reason}, {why}",
+        needed=needed,
+    )
