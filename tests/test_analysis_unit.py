@@ -976,6 +976,13 @@ def test_closed_figures_waiting_for_the_collector_are_no_leak_while_pyplot_holds
     assert "closed figures waiting for the cyclic collector" in (
         a.signals["42"]["figures:count"].reason
     )
+    # AND once a full collection has passed (the count fell back) memory still rising is
+    # judged on its own
+    collected = _record(
+        {"figures:count": 1 + np.floor(steps / 10) % 12, "figures:open": is_open, "rss_bytes": rss},
+        stride=2,
+    )
+    assert analyze(collected).verdict == "leak"
     # AND figures pyplot keeps open (never closed) are a leak
     never = _record(
         {"figures:count": figures, "figures:open": figures, "rss_bytes": rss},

@@ -107,26 +107,36 @@ def fill_holds_back(
 def closed_figures_hold_back(verdicts: Dict[str, SignalVerdict]) -> Dict[str, SignalVerdict]:
     """Figures that pile up while pyplot holds none more open: closed ones (``plt.close``)
     that live in reference cycles until the collector's next full pass, which may be
-    hundreds of steps away. Their count is no leak, nor the memory and heap blocks rising
-    with it, until a collection has passed and they kept rising (then the count shows a
-    drop, and is judged as the sawtooth it is)."""
+    hundreds of steps away (one figure an epoch: a dozen epochs). While their count rises
+    (a leak, growth, or only a trend clear of zero: one figure an epoch is under what a
+    count needs), it is no leak, nor the memory and heap blocks rising with it: they wait
+    for a collection. Once full collections have passed, the count is a sawtooth with no
+    trend, and the memory is judged on its own."""
     count, still_open = verdicts.get(FIGURES), verdicts.get(FIGURES_OPEN)
-    if count is None or still_open is None or not (count.verdict == LEAK or count.growing):
+    if count is None or still_open is None:
         return verdicts
-    if still_open.verdict == LEAK or still_open.growing:
-        return verdicts  # figures never closed: pyplot keeps them (the leak)
+    if not _rises(count, 10):
+        return verdicts
     is_open = int(still_open.last_value or 0)
+    if _rises(still_open, 3) or 2 * is_open >= (count.last_value or 0):
+        return verdicts  # figures never closed: pyplot keeps them (the leak)
     why = f"while pyplot holds {is_open} open: closed figures waiting for the cyclic collector"
     out = dict(verdicts)
-    out[FIGURES] = _waits(count, why, "a full collection, and growth past it")
+    if count.verdict == LEAK or count.growing:
+        out[FIGURES] = _waits(count, why, "a full collection, and growth past it")
     if _grows_elsewhere(verdicts):
         return out
+    alive = int(count.last_value or 0)
     for name, v in verdicts.items():
         if _held_back(name, v, ()):
-            out[name] = _waits(
-                v, f"{why} ({int(count.last_value or 0)} alive)", "a full collection"
-            )
+            out[name] = _waits(v, f"{why} ({alive} alive)", "a full collection")
     return out
+
+
+def _rises(v: SignalVerdict, least_n: int) -> bool:
+    """Called leak or growing, or only a trend clear of zero (one figure an epoch is under
+    what a count needs to count)."""
+    return v.verdict == LEAK or v.growing or (v.ci_low > 0 and v.n >= least_n)
 
 
 def _grows_elsewhere(verdicts: Mapping[str, SignalVerdict]) -> bool:
