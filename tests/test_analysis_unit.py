@@ -948,6 +948,16 @@ def test_memory_rising_while_a_bounded_deque_fills_waits_for_the_fill() -> None:
     other = _record({"rss_bytes": rss[:200], "container:main:losses:len": steps[:200]}, stride=10)
     other.processes[0].census.extend(early)
     assert analyze(other).verdict == "leak"
+    # AND so does a deque below a container that grows (a handler with its own bounded
+    # deque added every epoch: bounded each, unbounded in all)
+    many = _record({"rss_bytes": rss[:200]}, stride=10)
+    many.processes[0].census.extend(early)
+    for k, entry in enumerate(many.processes[0].census):
+        entry["containers"] = [
+            {"holder": "dqn.py:main:replay", "len": 2 + k, "maxlen": None},
+            {**entry["containers"][0], "holder": "dqn.py:main:replay[0].lines"},
+        ]
+    assert analyze(many).verdict == "leak"
 
 
 def test_closed_figures_waiting_for_the_collector_are_no_leak_while_pyplot_holds_none() -> None:

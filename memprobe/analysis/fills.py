@@ -51,7 +51,34 @@ def deque_fills(census: Sequence[Mapping[str, Any]], axis: str) -> List[DequeFil
             length, bound = box.get("len"), box.get("maxlen")
             if isinstance(length, int) and isinstance(bound, int) and bound > 0:
                 seen.setdefault(box["holder"], []).append((float(x), length, bound))
-    return [f for f in (_fill(h, pts) for h, pts in seen.items()) if f is not None]
+    grew = _grown_holders(census)
+    return [
+        f
+        for f in (_fill(h, pts) for h, pts in seen.items() if not _inside_one_of(h, grew))
+        if f is not None
+    ]
+
+
+def _grown_holders(census: Sequence[Mapping[str, Any]]) -> List[str]:
+    """Holders of containers that the censuses saw longer at a later look than at their
+    first one."""
+    first: Dict[str, int] = {}
+    grown: Dict[str, None] = {}
+    for entry in census:
+        boxes = entry.get("containers") if isinstance(entry, dict) else None
+        for box in boxes if isinstance(boxes, list) else []:
+            holder = box.get("holder") if isinstance(box, dict) else None
+            length = box.get("len") if isinstance(box, dict) else None
+            if isinstance(holder, str) and isinstance(length, int):
+                if length > first.setdefault(holder, length):
+                    grown[holder] = None
+    return list(grown)
+
+
+def _inside_one_of(holder: str, outer: Sequence[str]) -> bool:
+    """The deque hangs below a container that grows (a handler added each epoch, each with
+    its own bounded deque): bounded each, unbounded in all; no fill that ends."""
+    return any(holder.startswith((o + "[", o + ".")) for o in outer if o != holder)
 
 
 def _fill(holder: str, pts: List[Tuple[float, int, int]]) -> Optional[DequeFill]:
