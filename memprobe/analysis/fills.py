@@ -108,18 +108,17 @@ def fill_holds_back(
     (``judge_from(name, x)``: the series from x on). Where that is past the series' end
     (still filling) it is inconclusive, waiting for the fill; once full, the series after
     the fill decides alone."""
-    dated = [f for f in fills if f.full_x is not None]
+    dated = [(f.full_x, f) for f in fills if f.full_x is not None]
     if not dated or _grows_elsewhere(verdicts):
         return verdicts
-    fill = max(dated, key=lambda f: f.full_x or 0.0)
-    assert fill.full_x is not None
+    full_x, fill = max(dated, key=lambda pair: pair[0])
     where = f"`{fill.holder}`, a deque(maxlen={fill.maxlen}),"
     out = dict(verdicts)
     for name, v in verdicts.items():
         if not _held_back(name, v, (TENSOR_COUNT,)):
             continue
         end = v.x_end if v.x_end is not None else float("inf")
-        again = judge_from(name, fill.full_x) if fill.full_x < end else None
+        again = judge_from(name, full_x) if full_x < end else None
         if again is None:
             out[name] = _waits(
                 v,
