@@ -999,3 +999,15 @@ def test_closed_figures_waiting_for_the_collector_are_no_leak_while_pyplot_holds
         stride=2,
     )
     assert analyze(never).verdict == "leak"
+
+
+def test_what_a_rise_clear_of_zero_but_not_of_its_noise_needs_is_said_from_that_noise() -> None:
+    # GIVEN a slope whose interval is clear of zero, held back by its rise over the noise
+    # band (a third of what it must be) or by its trend test (z half of what it must be)
+    from memprobe.analysis.wording import more_to_clear
+
+    # THEN the span still needed follows how each grows with the span: not "1 more step"
+    assert more_to_clear(3.0, 2.5, 1.0, 3.0, 100.0, "steps") == "about 108 more steps"
+    assert more_to_clear(1.25, 2.5, 5.0, 3.0, 100.0, "steps") == "about 300 more steps"
+    # AND a band the rise cannot outgrow is said to need a less noisy signal
+    assert "less noisy" in more_to_clear(3.0, 2.5, 0.01, 3.0, 100.0, "steps")

@@ -18,7 +18,12 @@ from memprobe.analysis.trend import (
     steady_rise,
     upper_bound,
 )
-from memprobe.analysis.wording import fmt_rate, more_needed, standard_error
+from memprobe.analysis.wording import (
+    fmt_rate,
+    more_needed,
+    more_to_clear,
+    standard_error,
+)
 from memprobe.record import SignalSummary
 
 LEAK, NO_LEAK, INCONCLUSIVE = "leak", "no_leak", "inconclusive"
@@ -221,9 +226,15 @@ def judge_window(
         reason = f"grows {fmt(tr.slope)}, under the {fmt(thr)} that counts"
     else:
         reason = f"not clear of its noise ({fmt(tr.ci_low)} .. {fmt(tr.ci_high)})"
-    return SignalVerdict(
-        INCONCLUSIVE, reason=reason, needed=more_needed(tr, thr, z_crit, span, word), **common
-    )
+    if not clear and tr.ci_low > 0 and tr.slope >= thr:
+        # the slope's interval is clear of zero: the trend test or the rise over the noise
+        # band holds it back, and that is what more data must settle
+        z_trend = float(-special.ndtri(min(max(tr.p_value, 1e-300), 0.5)))
+        ratio = rise_over_band(xj, yj, tr.slope)
+        needed = more_to_clear(z_trend, z_crit, ratio, options.min_rise_over_band, span, word)
+    else:
+        needed = more_needed(tr, thr, z_crit, span, word)
+    return SignalVerdict(INCONCLUSIVE, reason=reason, needed=needed, **common)
 
 
 def _stopped_for_long(

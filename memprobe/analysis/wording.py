@@ -33,6 +33,24 @@ def more_needed(tr: Trend, thr: float, z_crit: float, span: float, word: str) ->
     return f"about {max(1.0, (factor - 1.0) * span):.0f} more {word}"
 
 
+def more_to_clear(
+    z_trend: float, z_crit: float, ratio: float, least: float, span: float, word: str
+) -> str:
+    """A slope whose interval is already clear of zero, held back by its trend test
+    (``z_trend`` under ``z_crit``: z grows like the square root of the points) or by its
+    rise over the noise band (``ratio`` under ``least``: under stationary noise the ratio
+    grows like span^1.5): the span both need, at this pace. A random walk's ratio does not
+    grow: past ten times the span, more of the same will not tell."""
+    factor = 1.0
+    if z_trend < z_crit:
+        factor = (z_crit / max(z_trend, 1e-9)) ** 2
+    if ratio < least:
+        factor = max(factor, (least / max(ratio, 1e-9)) ** (2.0 / 3.0))
+    if factor > 10:
+        return f"more than {9 * span:.0f} more {word}, or a less noisy signal"
+    return f"about {max(1.0, (factor - 1.0) * span):.0f} more {word}"
+
+
 def needed_text(points: int, span: float, word: str) -> str:
     parts = []
     if points:
