@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from memprobe.analysis.evidence import TENSOR_COUNT
+from memprobe.analysis.fills import DEQUE_NEEDS, filling_text
 from memprobe.analysis.options import DetectOptions
 from memprobe.analysis.series import BLOCKS, Prepared
 from memprobe.analysis.verdict import INCONCLUSIVE, LEAK, SignalVerdict
@@ -63,15 +64,7 @@ def bounded_fill(
         if bound is None or v.growth > per_item * (1.2 * bound[2] + 16):
             continue
         holder, length, maxlen = bound
-        out[name] = replace(
-            v,
-            verdict=INCONCLUSIVE,
-            growing=False,
-            substantial=False,
-            reason=f"{v.reason}, while `{holder}`, a deque(maxlen={maxlen}), fills "
-            f"({length} of {maxlen} at the last census): bounded",
-            needed="the deque to fill, then no more growth",
-        )
+        out[name] = v.held_back(filling_text(holder, length, maxlen), DEQUE_NEEDS)
     return out
 
 

@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from memprobe.analysis.evidence import TENSOR_COUNT
 from memprobe.analysis.series import BLOCKS
-from memprobe.analysis.verdict import INCONCLUSIVE, LEAK, SignalVerdict
+from memprobe.analysis.verdict import LEAK, SignalVerdict
 
 FIGURES_OPEN = "figures:open"
 FIGURES = "figures:count"
@@ -96,10 +96,21 @@ def _fill(holder: str, pts: List[Tuple[float, int, int]]) -> Optional[DequeFill]
     return DequeFill(holder, maxlen, length, full_x)
 
 
+DEQUE_NEEDS = "the deque to fill, then no more growth"
+
+
+def filling_text(holder: str, length: int, maxlen: int) -> str:
+    """How a reason says that a bounded deque is still filling."""
+    return (
+        f"while `{holder}`, a deque(maxlen={maxlen}), fills "
+        f"({length} of {maxlen} at the last census): bounded"
+    )
+
+
 def fill_holds_back(
     verdicts: Dict[str, SignalVerdict],
     fills: Sequence[DequeFill],
-    judge_from: Callable[[str, float], Optional[SignalVerdict]],
+    judge_from: Callable[[str, float], SignalVerdict],
 ) -> Dict[str, SignalVerdict]:
     """Memory, heap blocks and the tensor count rising while a bounded deque fills (a
     replay buffer): a warm-up that ends where the deque is full.
@@ -112,21 +123,19 @@ def fill_holds_back(
     if not dated or _grows_elsewhere(verdicts):
         return verdicts
     full_x, fill = max(dated, key=lambda pair: pair[0])
-    where = f"`{fill.holder}`, a deque(maxlen={fill.maxlen}),"
     out = dict(verdicts)
     for name, v in verdicts.items():
-        if not _held_back(name, v, (TENSOR_COUNT,)):
+        if not _may_wait(name, v, (TENSOR_COUNT,)):
             continue
         end = v.x_end if v.x_end is not None else float("inf")
         again = judge_from(name, full_x) if full_x < end else None
         if again is None:
-            out[name] = _waits(
-                v,
-                f"while {where} fills ({fill.length} of {fill.maxlen} at the last census): bounded",
-                "the deque to fill, then no more growth",
+            out[name] = v.held_back(
+                filling_text(fill.holder, fill.length, fill.maxlen), DEQUE_NEEDS
             )
         elif again.verdict != LEAK:
-            out[name] = replace(again, reason=f"{again.reason}, since {where[:-1]} filled")
+            where = f"`{fill.holder}`, a deque(maxlen={fill.maxlen})"
+            out[name] = replace(again, reason=f"{again.reason}, since {where} filled")
     return out
 
 
@@ -149,13 +158,13 @@ def closed_figures_hold_back(verdicts: Dict[str, SignalVerdict]) -> Dict[str, Si
     why = f"while pyplot holds {is_open} open: closed figures waiting for the cyclic collector"
     out = dict(verdicts)
     if count.verdict == LEAK or count.growing:
-        out[FIGURES] = _waits(count, why, "a full collection, and growth past it")
+        out[FIGURES] = count.held_back(why, "a full collection, and growth past it")
     if _grows_elsewhere(verdicts):
         return out
     alive = int(count.last_value or 0)
     for name, v in verdicts.items():
-        if _held_back(name, v, ()):
-            out[name] = _waits(v, f"{why} ({alive} alive)", "a full collection")
+        if _may_wait(name, v, ()):
+            out[name] = v.held_back(f"{why} ({alive} alive)", "a full collection")
     return out
 
 
@@ -172,18 +181,7 @@ def _grows_elsewhere(verdicts: Mapping[str, SignalVerdict]) -> bool:
     )
 
 
-def _held_back(name: str, v: SignalVerdict, counts: Tuple[str, ...]) -> bool:
+def _may_wait(name: str, v: SignalVerdict, counts: Tuple[str, ...]) -> bool:
     if v.verdict != LEAK or name.startswith("cuda:"):
         return False
     return v.family == "memory" or name == BLOCKS or name in counts
-
-
-def _waits(v: SignalVerdict, why: str, needed: str) -> SignalVerdict:
-    return replace(
-        v,
-        verdict=INCONCLUSIVE,
-        growing=False,
-        substantial=False,
-        reason=f"{v.reason}, {why}",
-        needed=needed,
-    )

@@ -317,14 +317,10 @@ def shared_turned_private(verdicts: Dict[str, SignalVerdict]) -> Dict[str, Signa
     for name in ("uss_bytes", "pss_bytes"):
         v = verdicts.get(name)
         if v is not None and v.verdict == LEAK:
-            out[name] = replace(
-                v,
-                verdict=INCONCLUSIVE,
-                growing=False,
-                substantial=False,
-                reason=v.reason + ", with RSS flat: pages shared with its forked children "
-                "turning private to it as they copy them",
-                needed=None,
+            out[name] = v.held_back(
+                "with RSS flat: pages shared with its forked children turning private to it "
+                "as they copy them",
+                None,
             )
     return out
 

@@ -3,7 +3,7 @@ the fitted line and its tests, the steady-rise test, and a rise that stopped for
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
@@ -78,6 +78,19 @@ class SignalVerdict:
     # a leak by the steady-rise test only (no clearance over the noise band): see
     # evidence.steady_needs_backing
     steady: bool = False
+
+    def held_back(self, why: str, needed: Optional[str]) -> SignalVerdict:
+        """This verdict made inconclusive by something that explains its growth (``why``,
+        added to the reason), backing nothing else meanwhile; ``needed``: what would settle
+        it."""
+        return replace(
+            self,
+            verdict=INCONCLUSIVE,
+            growing=False,
+            substantial=False,
+            reason=f"{self.reason}, {why}",
+            needed=needed,
+        )
 
     def summary(self) -> SignalSummary:
         """The per-signal entry of ``RunRecord.signals``."""
