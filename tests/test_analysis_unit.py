@@ -904,14 +904,16 @@ def test_a_count_cleared_once_and_filling_again_is_no_leak_until_it_climbs_past_
     assert not m.floor
 
 
-def _replay_census(pairs: List[Any], maxlen: int = 3000) -> List[Dict[str, Any]]:
+def _replay_census(
+    pairs: List[Any], maxlen: int = 3000, holder: str = "dqn.py:main:replay"
+) -> List[Dict[str, Any]]:
     return [
         {
             "step": step,
             "t": step * 0.05,
             "containers": [
                 {
-                    "holder": "dqn.py:main:replay",
+                    "holder": holder,
                     "len": length,
                     "maxlen": maxlen,
                     "elem_types": ["__main__.Transition"],
@@ -958,6 +960,32 @@ def test_memory_rising_while_a_bounded_deque_fills_waits_for_the_fill() -> None:
             {**entry["containers"][0], "holder": "dqn.py:main:replay[0].lines"},
         ]
     assert analyze(many).verdict == "leak"
+
+
+def test_memory_rising_while_a_bounded_lru_cache_fills_waits_for_the_fill() -> None:
+    # GIVEN RSS rising +16 KiB a step while an lru_cache(maxsize=1024) of embeddings fills
+    # (the agent reports its maxsize as the cache's bound, like a deque's maxlen)
+    rng = np.random.default_rng(4)
+    steps = np.arange(0, 2400, 8, dtype=float)
+    rss = 300e6 + 16384 * np.minimum(steps, 1024) + rng.normal(0, 20e3, len(steps))
+    holder = "__main__.user_embedding.<lru_cache>"
+    early = _replay_census([(25, 25), (100, 100), (400, 400)], 1024, holder)
+    mid = _record({"rss_bytes": rss[:100]}, stride=8)  # steps 0..792: still filling
+    mid.processes[0].census.extend(early)
+    # THEN no leak while it fills, said in the user's words
+    v = analyze(mid).signals["42"]["rss_bytes"]
+    assert v.verdict == "inconclusive"
+    assert f"`{holder}`, an lru_cache(maxsize=1024), fills (400 of 1024" in v.reason
+    assert v.needed == "the cache to fill, then no more growth"
+    # AND once full, the flat memory after the fill decides
+    whole = _record({"rss_bytes": rss}, stride=8)
+    whole.processes[0].census.extend(early + _replay_census([(1600, 1024)], 1024, holder))
+    assert analyze(whole).verdict == "no_leak"
+    # AND memory that keeps rising after the cache is full is a leak
+    leak = 300e6 + 16384 * steps + rng.normal(0, 20e3, len(steps))
+    still = _record({"rss_bytes": leak}, stride=8)
+    still.processes[0].census.extend(early + _replay_census([(1600, 1024)], 1024, holder))
+    assert analyze(still).verdict == "leak"
 
 
 def test_closed_figures_waiting_for_the_collector_are_no_leak_while_pyplot_holds_none() -> None:

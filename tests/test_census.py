@@ -475,6 +475,66 @@ def test_holders_inside_an_lru_cache_and_a_tensors_hooks() -> None:
     assert up[1]["holder"].endswith("weight._backward_hooks")
 
 
+def _with_untracked(res: Dict[str, Any]) -> Dict[str, Any]:
+    """A census with the untracked containers the roots lead to, as the agent takes it."""
+    for obj in roots.untracked_containers(4, time.perf_counter() + FAR):
+        res["containers"][id(obj)] = obj
+        res["lengths"][id(obj)] = len(obj)
+    return res
+
+
+def test_an_lru_caches_bound_is_its_maxsize_and_only_the_cache_has_it() -> None:
+    # GIVEN a bounded lru_cache (its cache a dict gc does not track: ints to links), an
+    # unbounded one and result lists inside the bounded one, filling between two censuses,
+    # all held from a module
+    import functools
+
+    mod = types.ModuleType("lrubound_demo")
+    mod.__file__ = "/srv/project/lrubound_demo.py"
+
+    @functools.lru_cache(maxsize=300)
+    def bounded(i: int) -> List[Any]:
+        return [object() for _ in range(6 + i)]
+
+    @functools.cache
+    def unbounded(i: int) -> Dict[str, int]:
+        return {"i": i}
+
+    for i in range(5):
+        bounded(i), unbounded(i)
+    mod.bounded, mod.unbounded = bounded, unbounded  # type: ignore[attr-defined]
+    del bounded, unbounded  # held from the module only
+    sys.modules["lrubound_demo"] = mod
+    try:
+        tracker = containers.ContainerTracker()
+        first = _with_untracked(_take())
+        tracker.update(first["containers"], first["lengths"], 1, time.perf_counter() + FAR, set())
+        del first
+        for i in range(5, 60):
+            mod.bounded(i), mod.unbounded(i)
+        second = _with_untracked(_take())
+        v, entries = tracker.update(
+            second["containers"], second["lengths"], 60, time.perf_counter() + FAR, set()
+        )
+        del second
+        polled = tracker.poll()
+    finally:
+        del sys.modules["lrubound_demo"]
+    by_holder = {e["holder"]: e for e in entries if e["type"] == "dict"}
+    # THEN the bounded cache carries its maxsize as its bound, like a deque(maxlen=N), and
+    # makes no length series of its own (it fills, then evicts)
+    cache = by_holder["lrubound_demo.bounded.<lru_cache>"]
+    assert cache["maxlen"] == 300 and cache["len"] == 60
+    assert "container:lrubound_demo.bounded.<lru_cache>:len" not in v
+    assert "container:lrubound_demo.bounded.<lru_cache>:len" not in polled
+    # AND the unbounded one (functools.cache) has none: it is judged like any dict
+    free = by_holder["lrubound_demo.unbounded.<lru_cache>"]
+    assert free["maxlen"] is None
+    assert v["container:lrubound_demo.unbounded.<lru_cache>:len"] == 60
+    # AND a list the bounded cache holds as a result is not bounded by the cache's maxsize
+    assert all(e["maxlen"] is None for e in entries if e["type"] == "list")
+
+
 def _grew_at(state: Any, step: int, entries: List[Dict[str, Any]]) -> Dict[str, bool]:
     return expensive.Expensive._grew(state, {}, entries, step)  # type: ignore[arg-type]
 

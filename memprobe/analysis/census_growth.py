@@ -10,14 +10,15 @@ from dataclasses import replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from memprobe.analysis.evidence import TENSOR_COUNT
-from memprobe.analysis.fills import DEQUE_NEEDS, filling_text
+from memprobe.analysis.fills import fill_needs, filling_text
 from memprobe.analysis.options import DetectOptions
 from memprobe.analysis.series import BLOCKS, Prepared
 from memprobe.analysis.verdict import INCONCLUSIVE, LEAK, SignalVerdict
 
 
 def deque_bounds(census: Sequence[Mapping[str, Any]]) -> Dict[str, Tuple[str, int, int]]:
-    """Item types the last census found inside a bounded deque (``deque(maxlen=N)``):
+    """Item types the last census found inside a bounded deque (``deque(maxlen=N)``) or
+    ``lru_cache(maxsize=N)``:
     type -> (holder, length, maxlen). Items of a replay buffer fill it, then each new one
     pushes the oldest out."""
     out: Dict[str, Tuple[str, int, int]] = {}
@@ -64,7 +65,7 @@ def bounded_fill(
         if bound is None or v.growth > per_item * (1.2 * bound[2] + 16):
             continue
         holder, length, maxlen = bound
-        out[name] = v.held_back(filling_text(holder, length, maxlen), DEQUE_NEEDS)
+        out[name] = v.held_back(filling_text(holder, length, maxlen), fill_needs(holder))
     return out
 
 

@@ -1,11 +1,13 @@
-"""Growth that will stop by itself, held back until it has: a bounded deque filling up and
-closed matplotlib figures waiting for the cyclic collector.
+"""Growth that will stop by itself, held back until it has: a bounded deque or
+``functools.lru_cache`` filling up and closed matplotlib figures waiting for the cyclic
+collector.
 
 Both rise for hundreds of steps in a correct program, at the pace of a leak, and both are
-known to the agent: a deque's ``maxlen`` and length at each census, the figures pyplot
-still holds open at every sample. While nothing else grows (no object count or container
-called leak: those accumulate somewhere else and keep their verdict, the memory with
-them), the process' memory and heap blocks rising beside such a fill are not a leak yet.
+known to the agent: a deque's ``maxlen`` (an lru_cache's ``maxsize``) and length at each
+census, the figures pyplot still holds open at every sample. While nothing else grows (no
+object count or container called leak: those accumulate somewhere else and keep their
+verdict, the memory with them), the process' memory and heap blocks rising beside such a
+fill are not a leak yet.
 """
 
 from __future__ import annotations
@@ -96,13 +98,26 @@ def _fill(holder: str, pts: List[Tuple[float, int, int]]) -> Optional[DequeFill]
     return DequeFill(holder, maxlen, length, full_x)
 
 
-DEQUE_NEEDS = "the deque to fill, then no more growth"
+LRU_CACHE = ".<lru_cache>"  # how a holder path ends at a functools.lru_cache's cache
+
+
+def bounded_kind(holder: str, maxlen: int) -> str:
+    """What bounds it, as the user wrote it: ``deque(maxlen=N)`` or ``lru_cache(maxsize=N)``."""
+    if holder.endswith(LRU_CACHE):
+        return f"an lru_cache(maxsize={maxlen})"
+    return f"a deque(maxlen={maxlen})"
+
+
+def fill_needs(holder: str) -> str:
+    """What a verdict held back by a fill needs."""
+    what = "cache" if holder.endswith(LRU_CACHE) else "deque"
+    return f"the {what} to fill, then no more growth"
 
 
 def filling_text(holder: str, length: int, maxlen: int) -> str:
-    """How a reason says that a bounded deque is still filling."""
+    """How a reason says that a bounded deque or lru_cache is still filling."""
     return (
-        f"while `{holder}`, a deque(maxlen={maxlen}), fills "
+        f"while `{holder}`, {bounded_kind(holder, maxlen)}, fills "
         f"({length} of {maxlen} at the last census): bounded"
     )
 
@@ -131,10 +146,10 @@ def fill_holds_back(
         again = judge_from(name, full_x) if full_x < end else None
         if again is None:
             out[name] = v.held_back(
-                filling_text(fill.holder, fill.length, fill.maxlen), DEQUE_NEEDS
+                filling_text(fill.holder, fill.length, fill.maxlen), fill_needs(fill.holder)
             )
         elif again.verdict != LEAK:
-            where = f"`{fill.holder}`, a deque(maxlen={fill.maxlen})"
+            where = f"`{fill.holder}`, {bounded_kind(fill.holder, fill.maxlen)}"
             out[name] = replace(again, reason=f"{again.reason}, since {where} filled")
     return out
 

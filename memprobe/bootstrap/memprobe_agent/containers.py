@@ -61,6 +61,7 @@ class Watch:
         "bytes",
         "bytes_exact",
         "maxlen",
+        "lru_read",
     )
 
     def __init__(
@@ -83,7 +84,9 @@ class Watch:
         self.graphs: Optional[int] = None  # items that hold an autograd graph (tensor items)
         self.counted = 0  # items counted so far (a list or deque only grows at its end)
         self.bytes: Optional[int] = None  # what its items hold (sizes.deep_size), per census
-        self.maxlen: Optional[int] = None  # a deque's bound (collections.deque(maxlen=N))
+        # a deque's bound (collections.deque(maxlen=N)) or an lru_cache's (maxsize=N)
+        self.maxlen: Optional[int] = None
+        self.lru_read = False  # an lru_cache's maxsize is read once: it never changes
         self.bytes_exact = False
 
     def count_graphs(self, obj: Any) -> None:
@@ -133,13 +136,33 @@ class Watch:
             return holders.resolve(self.path, frames_by_key)
         return None
 
+    def lru_wrapper(self) -> Any:
+        """The ``functools.lru_cache`` wrapper whose cache this is: its path less the last
+        step (None when that no longer leads anywhere)."""
+        if self.anchor is not None:
+            ref, steps = self.anchor
+            owner = ref()
+            if owner is not None and steps and steps[-1][0] == "lrucache":
+                found = holders.follow(owner, steps[:-1])
+                if found is not None:
+                    return found
+        if self.path is not None and len(self.path) > 1 and self.path[-1][0] == "lrucache":
+            return holders.resolve(self.path[:-1])
+        return None
+
     def frame_rooted(self) -> bool:
         return self.path is not None and self.path[0][0] == "frame"
 
     def measure(self, obj: Any) -> None:
-        """Bytes its items hold now (bounded: see sizes.py), and a deque's bound."""
+        """Bytes its items hold now (bounded: see sizes.py), and a deque's or an
+        lru_cache's bound."""
         if type(obj) is collections.deque:
             self.maxlen = obj.maxlen  # a C getter
+        elif not self.lru_read and type(obj) is dict and self.chain[-1:] == [".<lru_cache>"]:
+            self.lru_read = True
+            wrapper = self.lru_wrapper()  # the cache itself, not one of its results
+            if wrapper is not None and holders.lru_cache_dict(wrapper) is obj:
+                self.maxlen = holders.lru_maxsize(wrapper)
         if self.scalar:
             return
         try:

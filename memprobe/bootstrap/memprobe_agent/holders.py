@@ -33,7 +33,8 @@ _SKIP = (
     getattr(types, "CellType", types.FunctionType),
 )
 # ("key", k) | ("attr", name) | ("index", i) | ("dictof", None) | ("closure", name)
-# | ("default", name) | ("genlocal", name) | ("classattr", name)
+# | ("default", name) | ("genlocal", name) | ("classattr", name) | ("lrucache", None)
+# | ("lruitem", None): a key or result an lru_cache holds
 Step = Tuple[str, Any]
 # steps that lead to the same object again later (positions in a sequence do not)
 FOLLOWABLE = frozenset(
@@ -151,6 +152,8 @@ def _render(root: str, steps: List[Step]) -> Tuple[str, List[str]]:
             part = f"({value}=…)"
         elif kind == "lrucache":
             part = ".<lru_cache>"
+        elif kind == "lruitem":
+            part = ".<lru_cache>[…]"
         elif kind == "index":
             part = f"[{value}]"
         else:
@@ -210,7 +213,11 @@ def _step(ref: Any, child: Any) -> Optional[Step]:
     if cls is set or cls is frozenset:
         return ("index", "…")
     if LRU_WRAPPER is not None and cls is LRU_WRAPPER:
-        return ("lrucache", None)
+        if lru_cache_dict(ref) is child:
+            return ("lrucache", None)
+        # gc sees the wrapper itself refer to each cached key and result (its links are
+        # not gc objects): an item of the cache, not the cache
+        return ("lruitem", None)
     for name, value in c_fields(ref):
         if value is child:
             return ("attr", name)
@@ -257,6 +264,28 @@ def lru_cache_dict(wrapper: Any) -> Any:
     for ref in gc.get_referents(wrapper):
         if type(ref) is dict and ref is not own:
             return ref
+    return None
+
+
+def lru_maxsize(wrapper: Any) -> Optional[int]:
+    """The ``maxsize`` of a ``functools.lru_cache`` wrapper, None when unbounded (or not
+    one). Read from the closure of the ``cache_parameters`` function functools sets on the
+    wrapper: a cell read, no code runs."""
+    if LRU_WRAPPER is None or type(wrapper) is not LRU_WRAPPER:
+        return None
+    d = instance_dict(wrapper)
+    fn = d.get("cache_parameters") if d is not None else None
+    if type(fn) is not types.FunctionType:
+        return None
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        if name != "maxsize":
+            continue
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            return None
+        bounded = type(value) is int and value > 0
+        return value if bounded else None
     return None
 
 
