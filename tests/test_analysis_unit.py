@@ -1039,3 +1039,23 @@ def test_what_a_rise_clear_of_zero_but_not_of_its_noise_needs_is_said_from_that_
     assert more_to_clear(1.25, 2.5, 5.0, 3.0, 100.0, "steps") == "about 300 more steps"
     # AND a band the rise cannot outgrow is said to need a less noisy signal
     assert "less noisy" in more_to_clear(3.0, 2.5, 0.01, 3.0, 100.0, "steps")
+
+
+def test_memory_climbing_over_a_second_of_fast_steps_waits_for_two_seconds() -> None:
+    # GIVEN RSS climbing +4.7 MiB a step over the first 44 steps of 23 ms (a vocabulary
+    # memoised by the first batches: 1 s of the run), a little noise
+    rng = np.random.default_rng(11)
+    steps = np.arange(1.0, 45.0)
+    rss = 300e6 + 4.7 * 2**20 * steps + rng.normal(0, 200e3, len(steps))
+    fast = judge_series(steps, rss, "bytes", t=5.6 + 0.023 * steps, signal="rss_bytes")
+    # THEN it is too short yet, and says it needs seconds, not steps
+    assert fast.verdict == "inconclusive" and fast.reason.startswith("too short"), fast.reason
+    assert fast.needed is not None and "second" in fast.needed
+    # AND the same climb over 3 s (steps of 70 ms) is a leak
+    slow = judge_series(steps, rss, "bytes", t=5.6 + 0.07 * steps, signal="rss_bytes")
+    assert slow.verdict == "leak", slow.reason
+    # AND a container gaining one item a step over one second (100 steps of 10 ms) is
+    # judged on its steps, as before
+    many = np.arange(1.0, 101.0)
+    box = judge_series(many, many, "count", t=5.6 + 0.01 * many, signal="container:main:losses:len")
+    assert box.verdict == "leak", box.reason
