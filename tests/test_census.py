@@ -17,6 +17,7 @@ from memprobe.bootstrap.memprobe_agent import (
     expensive,
     graphs,
     holders,
+    lrucache,
     roots,
 )
 from memprobe.bootstrap.memprobe_agent.interrupts import Interrupts
@@ -458,7 +459,7 @@ def test_holders_inside_an_lru_cache_and_a_tensors_hooks() -> None:
     mod.weight = weight  # type: ignore[attr-defined]
     sys.modules["cachehooks_demo"] = mod
     try:
-        cache = holders.lru_cache_dict(table)
+        cache = lrucache.lru_cache_dict(table)
         hooks = dict(holders.c_fields(weight))["_backward_hooks"]
         # WHEN they are looked for from the roots, by referrers, and followed again
         found = roots.search({id(cache), id(hooks)}, time.perf_counter() + FAR)

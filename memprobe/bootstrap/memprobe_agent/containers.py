@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from . import frames, graphs, holders, roots, sizes
+from . import frames, graphs, holders, lrucache, roots, sizes
 from .census import elem_types, qualified
 
 MAX_WATCH = 8
@@ -86,7 +86,7 @@ class Watch:
         self.bytes: Optional[int] = None  # what its items hold (sizes.deep_size), per census
         # a deque's bound (collections.deque(maxlen=N)) or an lru_cache's (maxsize=N)
         self.maxlen: Optional[int] = None
-        self.lru_read = False  # an lru_cache's maxsize is read once: it never changes
+        self.lru_read = False  # a dict's lru_cache wrapper and maxsize looked for once
         self.bytes_exact = False
 
     def count_graphs(self, obj: Any) -> None:
@@ -126,28 +126,28 @@ class Watch:
         """The container again, from the object its anchor names or by its module or
         frame path (no heap scan); None when it is gone. Nothing is kept: a container
         the program dropped is found no more, and freed."""
-        if self.anchor is not None:
-            ref, steps = self.anchor
-            owner = ref()
-            found = holders.follow(owner, steps) if owner is not None else None
-            if found is not None or self.path is None:
-                return found
-        if self.path is not None:
-            return holders.resolve(self.path, frames_by_key)
-        return None
+        return self._reach(0, frames_by_key)
 
     def lru_wrapper(self) -> Any:
         """The ``functools.lru_cache`` wrapper whose cache this is: its path less the last
-        step (None when that no longer leads anywhere)."""
+        step (None when it is no lru_cache's cache, or that no longer leads anywhere)."""
+        steps = self.path if self.path is not None else (self.anchor or (None, []))[1]
+        if not steps or steps[-1][0] != "lrucache":
+            return None
+        return self._reach(1)
+
+    def _reach(self, up: int, frames_by_key: Optional[Dict[Any, Any]] = None) -> Any:
+        """What lies ``up`` steps above the container's end on its anchor, else its path."""
         if self.anchor is not None:
             ref, steps = self.anchor
             owner = ref()
-            if owner is not None and steps and steps[-1][0] == "lrucache":
-                found = holders.follow(owner, steps[:-1])
-                if found is not None:
-                    return found
-        if self.path is not None and len(self.path) > 1 and self.path[-1][0] == "lrucache":
-            return holders.resolve(self.path[:-1])
+            found = None
+            if owner is not None and len(steps) >= up:
+                found = holders.follow(owner, steps[: len(steps) - up])
+            if found is not None or self.path is None:
+                return found
+        if self.path is not None and len(self.path) > up:
+            return holders.resolve(self.path[: len(self.path) - up], frames_by_key)
         return None
 
     def frame_rooted(self) -> bool:
@@ -158,11 +158,11 @@ class Watch:
         lru_cache's bound."""
         if type(obj) is collections.deque:
             self.maxlen = obj.maxlen  # a C getter
-        elif not self.lru_read and type(obj) is dict and self.chain[-1:] == [".<lru_cache>"]:
+        elif not self.lru_read and type(obj) is dict:
             self.lru_read = True
             wrapper = self.lru_wrapper()  # the cache itself, not one of its results
-            if wrapper is not None and holders.lru_cache_dict(wrapper) is obj:
-                self.maxlen = holders.lru_maxsize(wrapper)
+            if wrapper is not None and lrucache.lru_cache_dict(wrapper) is obj:
+                self.maxlen = lrucache.lru_maxsize(wrapper)
         if self.scalar:
             return
         try:

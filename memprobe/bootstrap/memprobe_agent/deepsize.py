@@ -46,8 +46,8 @@ from .deeptypes import (
     kinds,
     slot_values,
 )
-from .holders import instance_dict
 from .sizes import tensor_extent, torch_function_off
+from .typeinfo import instance_dict
 
 ITEMS = 256  # items walked per container; a longer one is sampled
 MIN_ITEMS = 16  # items of the outermost sampled container walked even past the deadline

@@ -11,7 +11,6 @@ through the ``__dict__`` slot descriptor of the object's type, never
 from __future__ import annotations
 
 import collections
-import functools
 import gc
 import sys
 import time
@@ -19,7 +18,8 @@ import types
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from .census import CONTAINER_TYPES
-from .typeinfo import mro, type_dict, type_name
+from .lrucache import LRU_WRAPPER, lru_cache_dict
+from .typeinfo import instance_dict, mro, type_dict, type_name
 
 MAX_DEPTH = 7
 MAX_WIDTH = 40
@@ -40,8 +40,6 @@ Step = Tuple[str, Any]
 FOLLOWABLE = frozenset(
     ["key", "attr", "dictof", "closure", "default", "genlocal", "classattr", "lrucache"]
 )
-# functools.lru_cache's wrapper (a C type): its cache is a dict only gc can see
-LRU_WRAPPER: Any = getattr(functools, "_lru_cache_wrapper", None)
 # hook dicts a tensor keeps in C (``register_hook`` adds to them), read through the C getters
 # of torch's TensorBase: no Python code of the target runs
 _TENSOR_FIELDS = ("_backward_hooks", "_post_accumulate_grad_hooks")
@@ -237,56 +235,6 @@ def _step(ref: Any, child: Any) -> Optional[Step]:
                 except Exception:  # noqa: BLE001 - an empty slot
                     continue
     return ("attr", "?")
-
-
-def instance_dict(obj: Any) -> Optional[Dict[str, Any]]:
-    """An instance's ``__dict__`` through its type's slot descriptor, or None (no code runs)."""
-    for base in mro(type(obj)):
-        desc = type_dict(base).get("__dict__")
-        if desc is None:
-            continue
-        if type(desc).__name__ not in ("getset_descriptor", "member_descriptor"):
-            return None  # a property or something clever: do not touch it
-        try:
-            d = desc.__get__(obj, type(obj))
-        except Exception:  # noqa: BLE001
-            return None
-        return d if type(d) is dict else None
-    return None
-
-
-def lru_cache_dict(wrapper: Any) -> Any:
-    """The cache of a ``functools.lru_cache`` wrapper: the dict gc sees it refer to that is
-    not its ``__dict__`` (C code of the standard library; nothing of the target runs)."""
-    if LRU_WRAPPER is None or type(wrapper) is not LRU_WRAPPER:
-        return None
-    own = instance_dict(wrapper)
-    for ref in gc.get_referents(wrapper):
-        if type(ref) is dict and ref is not own:
-            return ref
-    return None
-
-
-def lru_maxsize(wrapper: Any) -> Optional[int]:
-    """The ``maxsize`` of a ``functools.lru_cache`` wrapper, None when unbounded (or not
-    one). Read from the closure of the ``cache_parameters`` function functools sets on the
-    wrapper: a cell read, no code runs."""
-    if LRU_WRAPPER is None or type(wrapper) is not LRU_WRAPPER:
-        return None
-    d = instance_dict(wrapper)
-    fn = d.get("cache_parameters") if d is not None else None
-    if type(fn) is not types.FunctionType:
-        return None
-    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
-        if name != "maxsize":
-            continue
-        try:
-            value = cell.cell_contents
-        except ValueError:  # an empty cell
-            return None
-        bounded = type(value) is int and value > 0
-        return value if bounded else None
-    return None
 
 
 def c_fields(obj: Any) -> List[Tuple[str, Any]]:

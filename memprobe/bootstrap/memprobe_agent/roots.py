@@ -28,16 +28,9 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from . import frames
 from .census import CONTAINER_TYPES
-from .holders import (
-    FOLLOWABLE,
-    LRU_WRAPPER,
-    Step,
-    c_fields,
-    instance_dict,
-    lru_cache_dict,
-    result,
-)
-from .typeinfo import mro, type_dict
+from .holders import FOLLOWABLE, Step, c_fields, result
+from .lrucache import LRU_WRAPPER, lru_cache_dict
+from .typeinfo import instance_dict, mro, type_dict
 from .userroots import LIBS, USER, Start, frame_roots, modules
 from .userroots import is_user_file as is_user_file
 from .userroots import is_user_module as is_user_module

@@ -25,8 +25,7 @@ import sys
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from .deeptypes import kinds
-from .holders import instance_dict
-from .typeinfo import mro
+from .typeinfo import instance_dict, mro
 
 SAMPLE = 32
 TENSOR_OBJECT_BYTES = 600  # beside its storage (see above)

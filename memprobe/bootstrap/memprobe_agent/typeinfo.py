@@ -1,5 +1,6 @@
-"""Type objects read without running their code: a name, an MRO, a namespace, whether a type
-is a heap type, and which present types are tensors, arrays, modules and figures.
+"""Type objects read without running their code: a name, an MRO, a namespace, an instance's
+``__dict__``, whether a type is a heap type, and which present types are tensors, arrays,
+modules and figures.
 
 Attributes are read through ``type``'s own descriptors, so a metaclass cannot intercept
 them (see census.py).
@@ -8,7 +9,7 @@ them (see census.py).
 from __future__ import annotations
 
 import sys
-from typing import Any, Dict, Set, Tuple
+from typing import Any, Dict, Optional, Set, Tuple
 
 _TYPE_MODULE = type.__dict__["__module__"]
 _TYPE_QUALNAME = type.__dict__["__qualname__"]
@@ -42,6 +43,22 @@ def type_dict(cls: type) -> Any:
         return _TYPE_DICT.__get__(cls, type)
     except Exception:  # noqa: BLE001
         return {}
+
+
+def instance_dict(obj: Any) -> Optional[Dict[str, Any]]:
+    """An instance's ``__dict__`` through its type's slot descriptor, or None (no code runs)."""
+    for base in mro(type(obj)):
+        desc = type_dict(base).get("__dict__")
+        if desc is None:
+            continue
+        if type(desc).__name__ not in ("getset_descriptor", "member_descriptor"):
+            return None  # a property or something clever: do not touch it
+        try:
+            d = desc.__get__(obj, type(obj))
+        except Exception:  # noqa: BLE001
+            return None
+        return d if type(d) is dict else None
+    return None
 
 
 class Kinds:

@@ -17,7 +17,7 @@ import sys
 from typing import Any, Dict, List, Optional, Tuple
 
 from .census import CONTAINER_TYPES
-from .holders import instance_dict
+from .typeinfo import instance_dict
 
 MAX_CONTAINERS = 8
 
