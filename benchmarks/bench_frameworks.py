@@ -6,6 +6,8 @@ and of its fixed twin in every round, the holder named, and the wall-time ratio.
         --rounds 3 --markdown
     ... --fixed-only --scale 4 --rounds 2     # ~60 s runs of the fixed twins: the overhead
     ... --fixed-only --side-by-side ...        # plain and memprobe at once, one core each
+    ... --fixed-only --pairs 4 ...             # 4 such pairs at once (a many-core machine)
+    ... --memprobe-args='--tracemalloc off'    # memprobe run's own options, for an ablation
 
 Besides wall time it reports CPU time (user + system of memprobe, the target and their
 children, from ``wait4``): on a machine others share, wall time moves
@@ -128,9 +130,13 @@ def plain_cmd(script: str, steps: int, fixed: bool) -> List[str]:
     return cmd + (["--fixed"] if fixed else [])
 
 
+# memprobe run's own options for every memprobe run (--memprobe-args)
+MEMPROBE_ARGS: List[str] = []
+
+
 def memprobe_cmd(script: str, steps: int, fixed: bool, out: Path) -> List[str]:
-    cmd = [sys.executable, "-m", "memprobe", "run", "-o", str(out), str(FRAMEWORKS / script)]
-    return cmd + ["--steps", str(steps)] + (["--fixed"] if fixed else [])
+    cmd = [sys.executable, "-m", "memprobe", "run", "-o", str(out), *MEMPROBE_ARGS]
+    return cmd + [str(FRAMEWORKS / script), "--steps", str(steps)] + (["--fixed"] if fixed else [])
 
 
 def record_name(out_dir: Path, script: str, fixed: bool) -> Path:
@@ -166,23 +172,28 @@ def memprobe_done(child: Timed, out: Path) -> Outcome:
     )
 
 
-def run_pair(
-    script: str, steps: int, fixed: bool, out_dir: Path, side_by_side: bool, memprobe_first: bool
-) -> Tuple[Tuple[float, float], Outcome]:
-    """A plain run and a memprobe run of one script: one after the other, or side by side
-    (each on its own core, both under whatever load the machine has at that moment)."""
-    out = record_name(out_dir, script, fixed)
-    if side_by_side:
+def run_pairs(
+    script: str, steps: int, fixed: bool, out_dir: Path, pairs: int, memprobe_first: bool
+) -> List[Tuple[Tuple[float, float], Outcome]]:
+    """Plain runs and memprobe runs of one script: one after the other (``pairs`` 0), or
+    ``pairs`` of each side by side (each on its own core, all under whatever load the machine
+    has at that moment)."""
+    if pairs == 0:
+        out = record_name(out_dir, script, fixed)
+        first = plain_done(Timed(plain_cmd(script, steps, fixed)))
+        return [(first, memprobe_done(Timed(memprobe_cmd(script, steps, fixed, out)), out))]
+    started: List[Tuple[Timed, Timed, Path]] = []
+    for i in range(pairs):
+        out = record_name(out_dir, script, fixed)
         # the later one starts a moment after the first: alternate which is first
-        if memprobe_first:
+        if memprobe_first == (i % 2 == 0):
             mp = Timed(memprobe_cmd(script, steps, fixed, out))
             plain = Timed(plain_cmd(script, steps, fixed))
         else:
             plain = Timed(plain_cmd(script, steps, fixed))
             mp = Timed(memprobe_cmd(script, steps, fixed, out))
-        return plain_done(plain), memprobe_done(mp, out)
-    first = plain_done(Timed(plain_cmd(script, steps, fixed)))
-    return first, memprobe_done(Timed(memprobe_cmd(script, steps, fixed, out)), out)
+        started.append((plain, mp, out))
+    return [(plain_done(plain), memprobe_done(mp, out)) for plain, mp, out in started]
 
 
 def bench(
@@ -191,7 +202,7 @@ def bench(
     only: Optional[str],
     scale: float = 1.0,
     fixed_only: bool = False,
-    side: bool = False,
+    pairs: int = 0,
 ) -> Tuple[List[Row], List[str]]:
     rows: List[Row] = []
     missing: List[str] = []
@@ -206,21 +217,23 @@ def bench(
         # interleaved: plain and memprobe back to back (or side by side) each round
         for r in range(rounds):
             if not fixed_only:
-                (wall, cpu), outcome = run_pair(script, steps, False, out_dir, side, r % 2 == 1)
-                row.plain_s.append(wall)
-                row.plain_cpu.append(cpu)
-                row.leak.append(outcome)
-            (wall, cpu), outcome = run_pair(script, steps, True, out_dir, side, r % 2 == 1)
-            row.fixed_plain_s.append(wall)
-            row.fixed_plain_cpu.append(cpu)
-            row.fixed.append(outcome)
-            print(
-                f"[{script} round {r + 1}] leak: {row.leak[-1].verdict if row.leak else '-'} "
-                f"fixed: {row.fixed[-1].verdict} (plain {wall:.1f} s, "
-                f"memprobe {row.fixed[-1].wall_s:.1f} s)",
-                file=sys.stderr,
-                flush=True,
-            )
+                for (wall, cpu), outcome in run_pairs(
+                    script, steps, False, out_dir, pairs, r % 2 == 1
+                ):
+                    row.plain_s.append(wall)
+                    row.plain_cpu.append(cpu)
+                    row.leak.append(outcome)
+            for (wall, cpu), outcome in run_pairs(script, steps, True, out_dir, pairs, r % 2 == 1):
+                row.fixed_plain_s.append(wall)
+                row.fixed_plain_cpu.append(cpu)
+                row.fixed.append(outcome)
+                print(
+                    f"[{script} round {r + 1}] leak: {row.leak[-1].verdict if row.leak else '-'} "
+                    f"fixed: {row.fixed[-1].verdict} (plain {wall:.1f} s, "
+                    f"memprobe {row.fixed[-1].wall_s:.1f} s)",
+                    file=sys.stderr,
+                    flush=True,
+                )
         rows.append(row)
     return rows, missing
 
@@ -300,12 +313,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         help="run each plain run and its memprobe run at the same time, one core each, "
         "so both see the same load (needs 2 free cores; memprobe's own parent shares them)",
     )
+    ap.add_argument(
+        "--pairs",
+        type=int,
+        default=0,
+        help="side by side, this many plain runs and memprobe runs at once (needs twice as "
+        "many free cores)",
+    )
+    ap.add_argument(
+        "--memprobe-args",
+        default="",
+        help="options for every memprobe run, as one string ('--tracemalloc off --budget 0.01')",
+    )
     args = ap.parse_args(argv)
+    MEMPROBE_ARGS[:] = args.memprobe_args.split()
+    pairs = max(args.pairs, 1 if args.side_by_side else 0)
     out_dir = Path(args.records_dir or tempfile.mkdtemp(prefix="bench-frameworks-"))
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows, missing = bench(
-        args.rounds, out_dir, args.only, args.scale, args.fixed_only, args.side_by_side
-    )
+    rows, missing = bench(args.rounds, out_dir, args.only, args.scale, args.fixed_only, pairs)
     print(render(rows, args.markdown))
     if missing:
         print(f"not installed, skipped: {', '.join(missing)}")
