@@ -34,6 +34,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,8 +105,10 @@ def _counted(stdout: str) -> Optional[int]:
 
 
 class Timed:
-    """A child process timed on its own: wall from its start, CPU from ``wait4``'s rusage
-    (it and the descendants it waited for), so two children can run side by side."""
+    """A child process timed on its own: wall from its start to its exit, CPU from
+    ``wait4``'s rusage (it and the descendants it waited for), so several children can run
+    side by side. A thread waits for each, so an exit is timed when it happens, not when
+    the caller gets round to it."""
 
     def __init__(self, cmd: List[str]) -> None:
         self.out = tempfile.TemporaryFile(mode="w+")
@@ -113,16 +116,23 @@ class Timed:
         self.proc = subprocess.Popen(
             cmd, stdout=self.out, stderr=subprocess.STDOUT, text=True, env=_env()
         )
+        self._ended: Tuple[int, float, float] = (0, 0.0, 0.0)
+        self._waiter = threading.Thread(target=self._reap, daemon=True)
+        self._waiter.start()
+
+    def _reap(self) -> None:
+        _, status, ru = os.wait4(self.proc.pid, 0)
+        self._ended = (status, time.monotonic() - self.t0, ru.ru_utime + ru.ru_stime)
 
     def wait(self) -> Tuple[int, float, float, str]:
         """(exit status, wall seconds, CPU seconds, output)."""
-        _, status, ru = os.wait4(self.proc.pid, 0)
-        wall = time.monotonic() - self.t0
+        self._waiter.join()
+        status, wall, cpu = self._ended
         self.proc.returncode = os.waitstatus_to_exitcode(status)
         self.out.seek(0)
         text = self.out.read()
         self.out.close()
-        return self.proc.returncode, wall, ru.ru_utime + ru.ru_stime, text
+        return self.proc.returncode, wall, cpu, text
 
 
 def plain_cmd(script: str, steps: int, fixed: bool) -> List[str]:
