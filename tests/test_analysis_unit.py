@@ -1059,3 +1059,41 @@ def test_memory_climbing_over_a_second_of_fast_steps_waits_for_two_seconds() -> 
     many = np.arange(1.0, 101.0)
     box = judge_series(many, many, "count", t=5.6 + 0.01 * many, signal="container:main:losses:len")
     assert box.verdict == "leak", box.reason
+
+
+# a dict's length sampled every 0.1 s on a busy machine during an evaluation phase, with the
+# machine's own pauses (0.6 s gaps): 28 samples, never falling (a memo that never hits)
+_UNEVEN_T = [16.07, 16.7, 16.8, 16.91, 17.0, 17.11, 17.72, 17.82, 17.92, 18.02, 18.13, 18.23]
+_UNEVEN_T += [18.33, 18.43, 18.53, 18.63, 18.73, 18.83, 18.93, 19.04, 19.14, 19.24, 19.34]
+_UNEVEN_T += [19.44, 19.7, 19.8, 19.9, 20.0]
+_UNEVEN_N = [2412, 2619, 2765, 2925, 3052, 3241, 3416, 3557, 3727, 3899, 4065, 4219, 4350]
+_UNEVEN_N += [4503, 4663, 4796, 4931, 5067, 5182, 5324, 5463, 5613, 5757, 5910, 5981, 6118]
+_UNEVEN_N += [6273, 6400]
+
+
+def test_a_container_climbing_unevenly_over_two_dozen_samples_is_a_steady_rise() -> None:
+    from memprobe.analysis.trend import steady_rise
+
+    t, n = np.array(_UNEVEN_T), np.array(_UNEVEN_N, dtype=float)
+    # WHEN the steady-rise test looks at it as an exact count, and as a measured level
+    # THEN as a count it is a steady rise (one point per block: a count has no noise to
+    # outvote); as a level, 28 points are too few blocks to say
+    assert steady_rise(t, n, exact=True) is not None
+    assert steady_rise(t, n) is None
+    # AND judged on the clock as the phase after a run's last step is (the short span
+    # that something accumulating there allows) with a run's false-alarm budget, the length
+    # is a leak, though its pauses keep it from clearing the noise-band test
+    after = replace(DetectOptions(), min_span_seconds=DetectOptions().min_span_seconds_backed)
+    name = "container:__main__.predictor.memo:len"
+    v = judge_series(t, n, "count", after, axis="time", signal=name, n_tests=80)
+    assert v.verdict == "leak" and v.steady
+    # BUT the same rise in bytes (RSS, noisy by nature) is not a steady rise on 28 points
+    level = 4e8 + 2e4 * n
+    rss = judge_series(t, level, "bytes", after, axis="time", signal="rss_bytes", n_tests=80)
+    assert not rss.steady
+    # AND a count that fills and then falls back (a per-epoch list rebuilt) is no steady rise
+    sawtooth = np.concatenate([n[:20], n[20:] - 3000.0])
+    assert steady_rise(t, sawtooth, exact=True) is None
+    # AND neither is a fill that slows down as it goes (a vocabulary meeting fewer new words)
+    slowing = 6400.0 * (1.0 - np.exp(-(t - t[0]) / 1.2))
+    assert steady_rise(t, slowing, exact=True) is None

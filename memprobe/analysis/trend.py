@@ -234,6 +234,7 @@ def rise_over_band(x: Array, y: Array, slope: float, blocks: int = BAND_BLOCKS) 
 
 
 STEADY_BLOCKS = 16
+STEADY_BLOCKS_EXACT = 24
 STEADY_MIN_BLOCKS = 12
 STEADY_MIN_UPS = 5  # blocks that rise: several separate rises, not one level shift
 STEADY_UP_FRACTION = 0.3  # an allocator's staircase rises in a third of the blocks
@@ -242,15 +243,21 @@ STEADY_KEEPS_PACE = 0.4  # the second half rises at least this share of the firs
 STEADY_END_SLOPE = 0.35  # a quadratic's slope at the end, at least this share of its start
 
 
-def steady_rise(x: Array, y: Array, steep_start: bool = False) -> Optional[float]:
+def steady_rise(
+    x: Array, y: Array, steep_start: bool = False, exact: bool = False
+) -> Optional[float]:
     """One-sided p-value-like figure when the series rises steadily, else None.
 
     ``steep_start``: one steep first block before an even climb does not make the rise a
     decelerating warm-up (on the step axis, where the program's start-up lies before the
     first step; on the clock, a preload still under way rises just that way).
 
-    The window is cut into up to ``STEADY_BLOCKS`` equal-width blocks (at least 3
-    points each). Steady growth - a line, a staircase of allocator arenas, a convex
+    The window is cut into up to ``STEADY_BLOCKS`` equal-width blocks of at least 3
+    points each, whose medians outvote a noisy point. ``exact``: the series is an exact
+    count read at each sample (a container's length, live tensors), with no noise of its
+    own: up to ``STEADY_BLOCKS_EXACT`` blocks of one point or more, so that a phase of
+    two dozen samples can show its climb (an evaluation memo sampled every 0.15 s for 4 s
+    on a busy machine). Steady growth - a line, a staircase of allocator arenas, a convex
     curve - has block medians that never fall (beyond ``STEADY_DIP`` of the rise),
     rise in most blocks, and keep their pace: the second half rises at least
     ``STEADY_KEEPS_PACE`` of what the first half did (a warm-up decelerates). These
@@ -264,7 +271,7 @@ def steady_rise(x: Array, y: Array, steep_start: bool = False) -> Optional[float
     figure is returned, for the caller's false-alarm budget.
     """
     n = len(x)
-    k = min(STEADY_BLOCKS, n // 3)
+    k = min(STEADY_BLOCKS_EXACT, n) if exact else min(STEADY_BLOCKS, n // 3)
     if k < STEADY_MIN_BLOCKS or float(x[-1] - x[0]) <= 0:
         return None
     edges = np.linspace(float(x[0]), float(x[-1]), k + 1)

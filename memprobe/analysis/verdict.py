@@ -166,7 +166,9 @@ def judge_window(
     fmt = fmt_rate(unit, word)
     clear = significant and rise_over_band(xj, yj, tr.slope) >= options.min_rise_over_band
     steady_p = (
-        None if clear or tr.slope < thr or not steady else steady_rise(xj, yj, axis == "step")
+        None
+        if clear or tr.slope < thr or not steady
+        else steady_rise(xj, yj, axis == "step", exact=_exact_count(signal, fam))
     )
     if steady_p is not None and steady_p < alpha:
         # a staircase or convex rise that the line-and-noise tests cannot see as clear
@@ -248,6 +250,13 @@ def judge_window(
     else:
         needed = more_needed(tr, thr, z_crit, span, word)
     return SignalVerdict(INCONCLUSIVE, reason=reason, needed=needed, **common)
+
+
+def _exact_count(signal: str, fam: str) -> bool:
+    """An exact count read at every sample (a container's length, live tensors or
+    modules), which the steady-rise test may cut finer (``trend.steady_rise``); not heap
+    blocks, which move with every temporary."""
+    return signal.startswith("container:") or fam == "object"
 
 
 def _stopped_for_long(
