@@ -1097,3 +1097,25 @@ def test_a_container_climbing_unevenly_over_two_dozen_samples_is_a_steady_rise()
     # AND neither is a fill that slows down as it goes (a vocabulary meeting fewer new words)
     slowing = 6400.0 * (1.0 - np.exp(-(t - t[0]) / 1.2))
     assert steady_rise(t, slowing, exact=True) is None
+
+
+def test_a_tensor_count_held_back_keeps_backing_heap_blocks_as_a_growing_count_would() -> None:
+    from memprobe.analysis.evidence import corroborate
+    from memprobe.analysis.verdict import SignalVerdict
+
+    # GIVEN heap blocks leaking, and a tensor count whose interval is clear of zero (+16/step)
+    # with no graph or memory growing with it: once merely "growing", once a leak by the
+    # steady-rise test alone (model snapshots' tensors, uneven on a busy machine)
+    blocks = SignalVerdict("leak", "count", "step", "heap", "grows +137/step", 29, growing=True)
+    kw: Dict[str, Any] = {"slope": 16.0, "ci_low": 14.8, "ci_high": 18.8, "growing": True}
+    growing = SignalVerdict("inconclusive", "count", "step", "object", "not clear", 29, **kw)
+    steady = SignalVerdict("leak", "count", "step", "object", "steadily", 29, steady=True, **kw)
+    for tensors in (growing, steady):
+        out = corroborate({"py_alloc_blocks": blocks, "tensors:count": tensors})
+        # THEN the count is no leak on its own, and the heap blocks keep its backing
+        assert out["tensors:count"].verdict == "inconclusive"
+        assert out["py_alloc_blocks"].verdict == "leak"
+    # BUT a tensor count that leaks by the regular test alone backs nothing (as before)
+    regular = replace(steady, steady=False)
+    out = corroborate({"py_alloc_blocks": blocks, "tensors:count": regular})
+    assert out["py_alloc_blocks"].verdict == "inconclusive"
