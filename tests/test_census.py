@@ -221,6 +221,36 @@ def test_tracker_names_a_growing_container_and_polls_it() -> None:
     assert "container:tracker_demo.values:len" not in v
 
 
+def test_a_dict_of_flags_keyed_by_messages_is_a_signal() -> None:
+    mod = types.ModuleType("registry_demo")
+    # a registry like the one ``warnings`` keeps per module: every distinct message a key,
+    # True its value (a dict of plain numbers both ways is not even tracked by gc)
+    mod.seen = {(f"reading {i} rejected", UserWarning, 7): True for i in range(5)}  # type: ignore[attr-defined]
+    sys.modules["registry_demo"] = mod
+    try:
+        tracker = containers.ContainerTracker()
+        # GIVEN a first census, then the registry gains 40 entries
+        first = _take()
+        tracker.update(first["containers"], first["lengths"], 1, time.perf_counter() + FAR, set())
+        del first
+        for i in range(5, 45):
+            mod.seen[(f"reading {i} rejected", UserWarning, 7)] = True  # type: ignore[attr-defined]
+        second = _take()
+        v, entries = tracker.update(
+            second["containers"], second["lengths"], 41, time.perf_counter() + FAR, set()
+        )
+        del second
+        mod.seen[("one more", UserWarning, 7)] = True  # type: ignore[attr-defined]
+        polled = tracker.poll()
+    finally:
+        del sys.modules["registry_demo"]
+    # THEN the dict keyed by text is a signal and is polled, though its values are plain flags
+    seen = next(e for e in entries if e["holder"] == "registry_demo.seen")
+    assert seen["scalar"] is False and seen["elem_types"] == ["bool"]
+    assert v["container:registry_demo.seen:len"] == 45
+    assert polled["container:registry_demo.seen:len"] == 46
+
+
 def test_a_slow_list_gets_a_slot_beside_a_new_objects_fresh_dicts() -> None:
     # GIVEN a module that keeps one record per fold (a slow list) and builds a new model and
     # optimizer each fold: each time three fresh dicts, longer than what the list gained

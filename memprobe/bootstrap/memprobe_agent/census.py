@@ -349,6 +349,20 @@ def qualified(obj: Any) -> str:
     return type_name(type(obj))
 
 
+def keys_scalar(container: Any, limit: int = 3) -> bool:
+    """A dict's last few keys are plain numbers (``history[step] = loss.item()``), or the
+    container is no dict. A dict keyed by text or tuples holds its keys' bytes as it grows
+    (a cache keyed by each input's text, the ``__warningregistry__`` that ``warnings``
+    fills with every distinct message), whatever its values are."""
+    if type(container) not in (dict, collections.OrderedDict, collections.defaultdict):
+        return True
+    try:
+        keys = list(itertools.islice(reversed(container.keys()), limit))
+    except Exception:  # noqa: BLE001 - mutated under us by another thread
+        return True
+    return all(type(k) in (int, float, bool, complex, type(None)) for k in keys)
+
+
 def elem_types(container: Any, limit: int = 3) -> List[str]:
     """Types of a container's last few items (values for a dict), by ``type()`` only."""
     cls = type(container)

@@ -16,7 +16,7 @@ import time
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from . import frames, graphs, holders, lrucache, roots, sizes
-from .census import elem_types, qualified
+from .census import elem_types, keys_scalar, qualified
 
 MAX_WATCH = 8
 NEW_PER_CENSUS = 3
@@ -53,6 +53,7 @@ class Watch:
         "first_len",
         "first_step",
         "elem_types",
+        "keys_scalar",
         "complete",
         "stale",
         "misses",
@@ -79,6 +80,7 @@ class Watch:
         self.first_len = prev
         self.first_step = step
         self.elem_types: List[str] = []
+        self.keys_scalar = True
         self.stale = 0
         self.misses = 0
         self.graphs: Optional[int] = None  # items that hold an autograd graph (tensor items)
@@ -172,9 +174,14 @@ class Watch:
 
     @property
     def scalar(self) -> bool:
-        """Holds plain numbers (``losses.append(loss.item())``): a few bytes a step, by design
-        no signal of its own."""
-        return bool(self.elem_types) and all(t in SCALARS for t in self.elem_types)
+        """Holds plain numbers (``losses.append(loss.item())``, a dict from step to number):
+        a few bytes a step, by design no signal of its own. A dict with numbers for values
+        but text or tuples for keys is not (see ``census.keys_scalar``)."""
+        return (
+            bool(self.elem_types)
+            and all(t in SCALARS for t in self.elem_types)
+            and self.keys_scalar
+        )
 
     def entry(self) -> Dict[str, Any]:
         return {
@@ -274,6 +281,7 @@ class ContainerTracker:
             w.misses = 0
             w.prev_len, w.len = w.len, len(obj)
             w.elem_types = elem_types(obj) or w.elem_types
+            w.keys_scalar = keys_scalar(obj)
             w.count_graphs(obj)
             w.measure(obj)
             w.stale = 0 if w.len > w.prev_len else w.stale + 1
@@ -343,6 +351,7 @@ class ContainerTracker:
             length, before = sizes[cid]
             w = Watch(r, qualified(obj), length, before, step)
             w.elem_types = elem_types(obj)
+            w.keys_scalar = keys_scalar(obj)
             w.count_graphs(obj)
             w.measure(obj)
             self.watched[cid] = w
