@@ -6,7 +6,7 @@ import collections
 import sys
 import time
 import types
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List, Tuple
 
 import pytest
 
@@ -188,28 +188,44 @@ def test_holder_paths_from_recognisable_roots() -> None:
     assert again is trainer.actor_losses
 
 
-def test_tracker_names_a_growing_container_and_polls_it() -> None:
-    mod = types.ModuleType("tracker_demo")
-    mod.events = [{"i": i} for i in range(5)]  # type: ignore[attr-defined]
-    mod.values = [0.5] * 5  # type: ignore[attr-defined]
-    sys.modules["tracker_demo"] = mod
+Polled = Tuple[Dict[str, float], List[Dict[str, Any]], Dict[str, float]]
+
+
+def _census_grow_poll(
+    mod: types.ModuleType, grow: Callable[[], None], then: Callable[[], None]
+) -> Polled:
+    """``mod`` registered as a module; a census, ``grow()``, a second census 40 steps later,
+    ``then()``, a poll: (the second census' values, its entries, what the poll read)."""
+    sys.modules[mod.__name__] = mod
     try:
         tracker = containers.ContainerTracker()
-        # GIVEN a first census, then both lists grow
         first = _take()
         tracker.update(first["containers"], first["lengths"], 1, time.perf_counter() + FAR, set())
         del first
-        mod.events.extend({"i": i} for i in range(40))  # type: ignore[attr-defined]
-        mod.values.extend([0.5] * 40)  # type: ignore[attr-defined]
+        grow()
         second = _take()
         v, entries = tracker.update(
             second["containers"], second["lengths"], 41, time.perf_counter() + FAR, set()
         )
         del second
-        mod.events.append({"i": -1})  # type: ignore[attr-defined]
-        polled = tracker.poll()
+        then()
+        return v, entries, tracker.poll()
     finally:
-        del sys.modules["tracker_demo"]
+        del sys.modules[mod.__name__]
+
+
+def test_tracker_names_a_growing_container_and_polls_it() -> None:
+    # (the lists are reached through the module only: a local would be a holder of its own)
+    mod: Any = types.ModuleType("tracker_demo")
+    mod.events = [{"i": i} for i in range(5)]
+    mod.values = [0.5] * 5
+
+    def grow() -> None:
+        mod.events.extend({"i": i} for i in range(40))
+        mod.values.extend([0.5] * 40)
+
+    # GIVEN a first census, then both lists grow
+    v, entries, polled = _census_grow_poll(mod, grow, lambda: mod.events.append({"i": -1}))
     # THEN the list of dicts is a signal with its holder and element type...
     assert v["container:tracker_demo.events:len"] == 45
     entry = next(e for e in entries if e["holder"] == "tracker_demo.events")
@@ -222,31 +238,22 @@ def test_tracker_names_a_growing_container_and_polls_it() -> None:
 
 
 def test_a_dict_of_flags_keyed_by_messages_is_a_signal() -> None:
-    mod = types.ModuleType("registry_demo")
+    mod: Any = types.ModuleType("registry_demo")
     # a registry like the one ``warnings`` keeps per module: every distinct message a key,
     # True its value (a dict of plain numbers both ways is not even tracked by gc)
-    mod.seen = {(f"reading {i} rejected", UserWarning, 7): True for i in range(5)}  # type: ignore[attr-defined]
-    sys.modules["registry_demo"] = mod
-    try:
-        tracker = containers.ContainerTracker()
-        # GIVEN a first census, then the registry gains 40 entries
-        first = _take()
-        tracker.update(first["containers"], first["lengths"], 1, time.perf_counter() + FAR, set())
-        del first
-        for i in range(5, 45):
-            mod.seen[(f"reading {i} rejected", UserWarning, 7)] = True  # type: ignore[attr-defined]
-        second = _take()
-        v, entries = tracker.update(
-            second["containers"], second["lengths"], 41, time.perf_counter() + FAR, set()
-        )
-        del second
-        mod.seen[("one more", UserWarning, 7)] = True  # type: ignore[attr-defined]
-        polled = tracker.poll()
-    finally:
-        del sys.modules["registry_demo"]
+    mod.seen = {(f"reading {i} rejected", UserWarning, 7): True for i in range(5)}
+
+    def grow() -> None:
+        mod.seen.update({(f"reading {i} rejected", UserWarning, 7): True for i in range(5, 45)})
+
+    def then() -> None:
+        mod.seen[("one more", UserWarning, 7)] = True
+
+    # GIVEN a first census, then the registry gains 40 entries
+    v, entries, polled = _census_grow_poll(mod, grow, then)
     # THEN the dict keyed by text is a signal and is polled, though its values are plain flags
-    seen = next(e for e in entries if e["holder"] == "registry_demo.seen")
-    assert seen["scalar"] is False and seen["elem_types"] == ["bool"]
+    entry = next(e for e in entries if e["holder"] == "registry_demo.seen")
+    assert entry["scalar"] is False and entry["elem_types"] == ["bool"]
     assert v["container:registry_demo.seen:len"] == 45
     assert polled["container:registry_demo.seen:len"] == 46
 
