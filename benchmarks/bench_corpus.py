@@ -67,8 +67,8 @@ SAMPLES = ROOT / "sample_scripts"
 HELDOUT = SAMPLES / "heldout"
 FRESH = SAMPLES / "fresh"
 # four more, each written by another author, after the work on the first three, told to
-# write as other people write and never shown the detector ("wild_a" .. "wild_d"); two
-# more the same way in stop 30 ("wild_e", "wild_f"), run before any change made for them
+# write as other people write and never shown the detector ("wild_a" .. "wild_d"); three
+# more the same way in stop 30 ("wild_e" .. "wild_g"), run before any change made for them
 CORPORA = {
     "sample": SAMPLES,
     "heldout": HELDOUT,
@@ -79,6 +79,7 @@ CORPORA = {
     "wild_d": SAMPLES / "wild_d",
     "wild_e": SAMPLES / "wild_e",
     "wild_f": SAMPLES / "wild_f",
+    "wild_g": SAMPLES / "wild_g",
 }
 N_CUTS = 40
 HEADER_LINES = 12
