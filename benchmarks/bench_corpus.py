@@ -142,7 +142,10 @@ def discover(corpus: str, only: Optional[str]) -> List[Script]:
     for name in names:
         folder = CORPORA[name]
         paths = sorted(folder.glob("leak_*.py")) + sorted(folder.glob("ok_*.py"))
-        scripts += [load_script(p, name) for p in paths if not only or only in p.name]
+        wanted = only.split(",") if only else []
+        scripts += [
+            load_script(p, name) for p in paths if not wanted or any(w in p.name for w in wanted)
+        ]
     return scripts
 
 
@@ -731,7 +734,11 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--corpus", choices=["all", *CORPORA], default="all")
-    ap.add_argument("--only", metavar="SUBSTRING", help="only scripts whose file name contains it")
+    ap.add_argument(
+        "--only",
+        metavar="SUBSTRING",
+        help="only scripts whose file name contains it (several: a,b,c)",
+    )
     ap.add_argument(
         "--busy", action="store_true", help="one CPU-bound process per core beside each run"
     )

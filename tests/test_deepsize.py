@@ -165,3 +165,17 @@ def test_marks_round_trip_and_old_records_load_without_them(tmp_path: Path) -> N
     out = tmp_path / "run.json"
     rec.save(marked, str(out))
     assert rec.load(str(out)).marks == marked.marks
+
+
+def test_a_large_dict_of_arrays_is_sized_by_its_values_as_well_as_its_keys() -> None:
+    from memprobe.bootstrap.memprobe_agent import sizes
+
+    # GIVEN a memo of 1,600 decoded images (12 KiB arrays) keyed by (index, seed) tuples,
+    # too many to size one by one
+    memo = {(i, 7 * i): np.zeros(12 * 1024, dtype=np.uint8) for i in range(1600)}
+    # WHEN a container's items are sized as the census does (a bounded walk, sampled)
+    est, exact = sizes.deep_size(memo, 1500)
+    # THEN the estimate is the arrays' 18.75 MiB and more, not the keys' few hundred KiB
+    # (an even stride over keys and values in turn picked keys only)
+    assert not exact
+    assert 18.75 * 2**20 <= est <= 1.2 * 18.75 * 2**20

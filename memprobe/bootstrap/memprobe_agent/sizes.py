@@ -76,10 +76,12 @@ class _Walk:
             return sys.getsizeof(obj) + self._items(items, depth)
         if cls in _DICTS:
             try:
-                items = [v for kv in obj.items() for v in kv]
+                pairs: List[Any] = list(obj.items())
             except Exception:  # noqa: BLE001
                 return float(sys.getsizeof(obj))
-            return sys.getsizeof(obj) + self._items(items, depth)
+            # sampled as pairs: an even stride over keys and values laid out in turn would
+            # pick keys only (a memo of arrays keyed by tuples read as its keys' bytes)
+            return sys.getsizeof(obj) + self._items(pairs, depth, pairs=True)
         try:
             base = _BASICSIZE.__get__(cls, type)
         except Exception:  # noqa: BLE001
@@ -90,14 +92,20 @@ class _Walk:
             total += sys.getsizeof(d) + self._items(list(d.values()), depth)
         return total
 
-    def _items(self, items: List[Any], depth: int) -> float:
+    def _items(self, items: List[Any], depth: int, pairs: bool = False) -> float:
+        """What ``items`` hold, from an even sample of ``SAMPLE`` of them where there are
+        more, scaled up; ``pairs``: each item a dict's (key, value), both counted."""
         n = len(items)
-        if n <= SAMPLE:
-            return sum(self.size(i, depth + 1) for i in items)
-        self.exact = False
-        step = n / SAMPLE
-        picked = [items[int(k * step)] for k in range(SAMPLE)]
-        return sum(self.size(i, depth + 1) for i in picked) * (n / SAMPLE)
+        picked = items
+        if n > SAMPLE:
+            self.exact = False
+            step = n / SAMPLE
+            picked = [items[int(k * step)] for k in range(SAMPLE)]
+        if pairs:
+            total = sum(self.size(k, depth + 1) + self.size(v, depth + 1) for k, v in picked)
+        else:
+            total = sum(self.size(i, depth + 1) for i in picked)
+        return total * (n / len(picked)) if picked else 0.0
 
     def _tensor(self, t: Any) -> int:
         ext = tensor_extent(t)
