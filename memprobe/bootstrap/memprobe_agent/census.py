@@ -24,6 +24,8 @@ from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 from . import graphs
 from .typeinfo import Kinds, is_heap_type, type_name
 
+# the dicts whose last items are read in insertion order (elem_types)
+DICT_TYPES = (dict, collections.OrderedDict, collections.defaultdict)
 CONTAINER_TYPES = frozenset(
     [list, dict, set, collections.deque, collections.OrderedDict, collections.defaultdict]
 )
@@ -349,31 +351,22 @@ def qualified(obj: Any) -> str:
     return type_name(type(obj))
 
 
-def keys_scalar(container: Any, limit: int = 3) -> bool:
-    """A dict's last few keys are plain numbers (``history[step] = loss.item()``), or the
-    container is no dict. A dict keyed by text or tuples holds its keys' bytes as it grows
-    (a cache keyed by each input's text, the ``__warningregistry__`` that ``warnings``
-    fills with every distinct message), whatever its values are."""
-    if type(container) not in (dict, collections.OrderedDict, collections.defaultdict):
-        return True
-    try:
-        keys = list(itertools.islice(reversed(container.keys()), limit))
-    except Exception:  # noqa: BLE001 - mutated under us by another thread
-        return True
-    return all(type(k) in (int, float, bool, complex, type(None)) for k in keys)
-
-
-def elem_types(container: Any, limit: int = 3) -> List[str]:
-    """Types of a container's last few items (values for a dict), by ``type()`` only."""
+def elem_types(container: Any, limit: int = 3, keys: bool = False) -> List[str]:
+    """Types of a container's last few items (values for a dict), by ``type()`` only.
+    ``keys``: a dict's last few keys instead, none for any other container (a dict keyed by
+    text or tuples holds its keys' bytes as it grows, whatever its values are: a cache keyed
+    by each input's text, the ``__warningregistry__`` that ``warnings`` fills with every
+    distinct message)."""
     cls = type(container)
     try:
-        if cls in (list, collections.deque):
+        if keys and cls not in DICT_TYPES:
+            items = []
+        elif cls in (list, collections.deque):
             items = [container[i] for i in range(-min(limit, len(container)), 0)]
-        elif cls in (dict, collections.OrderedDict, collections.defaultdict):
+        elif cls in DICT_TYPES:
+            view = container.keys() if keys else container.values()
             items = (
-                list(itertools.islice(reversed(container.values()), limit))
-                if sys.version_info >= (3, 8)
-                else []
+                list(itertools.islice(reversed(view), limit)) if sys.version_info >= (3, 8) else []
             )
         elif cls is set:
             items = list(itertools.islice(iter(container), limit))

@@ -16,7 +16,7 @@ import time
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from . import frames, graphs, holders, lrucache, roots, sizes
-from .census import elem_types, keys_scalar, qualified
+from .census import DICT_TYPES, elem_types, qualified
 
 MAX_WATCH = 8
 NEW_PER_CENSUS = 3
@@ -27,7 +27,6 @@ MIN_NEW = 4  # items a container new since the last census needs to be a candida
 STALE_CENSUSES = 4  # a watched container that stopped growing this long gives its slot up
 SCALARS = frozenset(["float", "int", "bool", "complex", "NoneType"])
 TENSOR_NAMES = frozenset(["torch.Tensor", "torch.nn.parameter.Parameter"])
-_DICT_TYPES = (dict, collections.OrderedDict, collections.defaultdict)
 MAX_COUNT = 20_000  # new items looked at per poll or census, at most
 MEASURE_VISITS = 1500  # objects looked at to size one container's items, per census
 
@@ -53,7 +52,7 @@ class Watch:
         "first_len",
         "first_step",
         "elem_types",
-        "keys_scalar",
+        "key_types",
         "complete",
         "stale",
         "misses",
@@ -80,7 +79,7 @@ class Watch:
         self.first_len = prev
         self.first_step = step
         self.elem_types: List[str] = []
-        self.keys_scalar = True
+        self.key_types: List[str] = []  # a dict's last keys' types (census.elem_types)
         self.stale = 0
         self.misses = 0
         self.graphs: Optional[int] = None  # items that hold an autograd graph (tensor items)
@@ -98,7 +97,7 @@ class Watch:
         ttypes = tensor_types()
         n = len(obj)
         # lists, deques and dicts (insertion-ordered) grow at their end: count new items only
-        ordered = type(obj) in (list, collections.deque) or type(obj) in _DICT_TYPES
+        ordered = type(obj) in (list, collections.deque) or type(obj) in DICT_TYPES
         if self.graphs is None or n < self.counted or not ordered:
             self.graphs, self.counted = 0, 0
         if n - self.counted > MAX_COUNT:
@@ -108,7 +107,7 @@ class Watch:
             if type(obj) is list:
                 items = obj[self.counted : n]  # islice would step over every older item
             else:
-                values = obj.values() if type(obj) in _DICT_TYPES else obj
+                values = obj.values() if type(obj) in DICT_TYPES else obj
                 items = list(itertools.islice(values, self.counted, n))
         except Exception:  # noqa: BLE001 - changed under us by another thread
             return
@@ -176,12 +175,8 @@ class Watch:
     def scalar(self) -> bool:
         """Holds plain numbers (``losses.append(loss.item())``, a dict from step to number):
         a few bytes a step, by design no signal of its own. A dict with numbers for values
-        but text or tuples for keys is not (see ``census.keys_scalar``)."""
-        return (
-            bool(self.elem_types)
-            and all(t in SCALARS for t in self.elem_types)
-            and self.keys_scalar
-        )
+        but text or tuples for keys is not (see ``census.elem_types``)."""
+        return bool(self.elem_types) and all(t in SCALARS for t in self.elem_types + self.key_types)
 
     def entry(self) -> Dict[str, Any]:
         return {
@@ -281,7 +276,7 @@ class ContainerTracker:
             w.misses = 0
             w.prev_len, w.len = w.len, len(obj)
             w.elem_types = elem_types(obj) or w.elem_types
-            w.keys_scalar = keys_scalar(obj)
+            w.key_types = elem_types(obj, keys=True)
             w.count_graphs(obj)
             w.measure(obj)
             w.stale = 0 if w.len > w.prev_len else w.stale + 1
@@ -351,7 +346,7 @@ class ContainerTracker:
             length, before = sizes[cid]
             w = Watch(r, qualified(obj), length, before, step)
             w.elem_types = elem_types(obj)
-            w.keys_scalar = keys_scalar(obj)
+            w.key_types = elem_types(obj, keys=True)
             w.count_graphs(obj)
             w.measure(obj)
             self.watched[cid] = w
