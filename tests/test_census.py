@@ -393,20 +393,20 @@ def test_censuses_at_fixed_steps_then_on_the_budget() -> None:
 def test_looks_before_the_first_step_count_against_the_fixed_step_looks() -> None:
     from memprobe.bootstrap.memprobe_agent.expensive import Expensive
 
-    def fixed_step_looks(pre_step_censuses: int) -> List[int]:
-        # GIVEN a framework's heap where a census costs 0.3 s, and the looks taken on the
-        # budget while it set up, before its first step
+    def fixed_step_looks(cost: float, pre_step_censuses: int) -> List[int]:
+        # GIVEN a heap where a census costs ``cost`` s of CPU, and the looks taken on the
+        # budget before the first step (a framework setting up; torch importing)
         agent = FakeAgent()
         exp = Expensive(agent)
         taken: List[int] = []
 
         def census(step: Any, now: float, extra: Any) -> None:
             taken.append(step)
-            exp.budget.charge("census", 0.3, now)
+            exp.census_cpu_s += cost
+            exp.budget.charge("census", cost, now)
 
         exp._census = census  # type: ignore[method-assign]
-        for _ in range(pre_step_censuses):
-            exp.budget.charge("census", 0.3, time.monotonic())
+        exp.census_cpu_s = exp.prestep_cpu_s = cost * pre_step_censuses
         # WHEN it steps 500 times
         for step in range(1, 500):
             agent.steps = step
@@ -416,9 +416,14 @@ def test_looks_before_the_first_step_count_against_the_fixed_step_looks() -> Non
         return [s for s in taken if s in (5, 25, 100, 400)]
 
     # THEN with nothing looked at before, the looks at 100 and 400 come while all cost
-    # under FORCED_MAX_S; after two looks during the set-up, only the two always taken
-    assert fixed_step_looks(0) == [5, 25, 100, 400]
-    assert fixed_step_looks(2) == [5, 25]
+    # under FORCED_MAX_S; after a framework's two looks of 0.3 s during its set-up, only
+    # the two always taken
+    assert fixed_step_looks(0.3, 0) == [5, 25, 100, 400]
+    assert fixed_step_looks(0.3, 2) == [5, 25]
+    # AND five looks of 0.17 s taken while torch imported on a loaded machine weigh no more
+    # than PRESTEP_MAX_S: an ordinary script's loop (0.1 s a look) still gets all four
+    assert fixed_step_looks(0.1, 0) == [5, 25, 100, 400]
+    assert fixed_step_looks(0.17, 5)[:3] == [5, 25, 100]
 
 
 def test_a_census_on_a_huge_heap_is_bounded_and_says_so() -> None:

@@ -102,6 +102,8 @@ class CensusTaker:
     grew_before: Dict[str, bool]
     box_bytes: Dict[str, Tuple[float, int]]
     said: Set[Any]
+    census_cpu_s: float
+    prestep_cpu_s: float
 
     def stopping(self) -> bool:
         stop = getattr(self.agent, "_stop", None)
@@ -126,9 +128,9 @@ class CensusTaker:
                 )
             self.census_due = time.monotonic() + 0.05
             return
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.thread_time()
         with _collector_paused():
-            self._look(step, now, tm_result, rss_before, t0)
+            self._look(step, now, tm_result, rss_before, (t0, cpu0))
 
     def _look(
         self,
@@ -136,8 +138,9 @@ class CensusTaker:
         now: float,
         tm_result: Optional[Dict[str, Any]],
         rss_before: Optional[int],
-        t0: float,
+        began: Tuple[float, float],
     ) -> None:
+        t0, cpu0 = began  # perf_counter, thread_time
         if step is not None and not self.based:
             # growth is measured from the first census at a step boundary: what the imports
             # and the set-up built before it is not a leak
@@ -190,9 +193,16 @@ class CensusTaker:
         if tm_result is not None:
             payload["tracemalloc"] = tm_result
         cost = time.perf_counter() - t0
+        # the CPU it took weighs the forced looks (FORCED_MAX_S): a loaded machine stretches
+        # a census's wall time two to four times, not the work it does
+        cpu = time.thread_time() - cpu0
+        self.census_cpu_s += cpu
+        if not self.based:  # before the first step
+            self.prestep_cpu_s += cpu
         self.budget.charge("census", cost, now)
         self.seq += 1
         payload["duration_s"] = round(cost, 4)
+        payload["cpu_s"] = round(cpu, 4)
         payload["budget"] = self.budget.summary(now)
         self.agent.emit(
             {

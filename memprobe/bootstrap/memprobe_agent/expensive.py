@@ -40,7 +40,11 @@ STALL_LOOK_S = 1.0
 STALL_SECOND_S = 1.0
 STALL_FORCED = 2
 STALL_FORCED_RUN = 4
-# What forced looks may cost in all (wall seconds) before the rest wait for the budget. The
+# What forced looks may cost in all (CPU seconds of the census) before the rest wait for the
+# budget. CPU, not wall: on a loaded machine (a core's worth of other work per core) a census
+# of 0.15 s of CPU took 0.5-1.5 s of wall, and two looks while torch imported spent the
+# limit before the loop's first step; the loop's looks at 100 and 400 went, and a running
+# sum's graph was seen twice in a 50 s run (the budget itself stays in wall time). The
 # first two at steps (5, 25: a baseline and a look that sees a container grow) are always
 # taken; those at steps 100 and 400 while all forced looks cost less than FORCED_MAX_S; the
 # looks of a program without steps (yet) while they cost less than TICK_FORCED_MAX_S, those
@@ -54,7 +58,11 @@ STALL_FORCED_RUN = 4
 # the budget before the first step count too: a framework's first look comes while it sets
 # up (Lightning: two of 0.24 s), and with them the look at step 100 would make six in
 # the first 13 s of a run that then needs one every 30 s.
+# Those before the first step weigh at most PRESTEP_MAX_S: on a loaded machine torch's
+# import pauses for seconds between modules, and looks taken in it while the program sets
+# up are no look at its loop (a framework's two of 0.24 s are under it).
 FORCED_MAX_S = 1.0
+PRESTEP_MAX_S = 0.5
 TICK_FORCED_MAX_S = 0.3
 STALL_FORCED_MAX_S = 0.6
 ALWAYS_FORCED = 2
@@ -119,9 +127,11 @@ class Expensive(CensusTaker):
         # plugin, whose few repetitions are all the run there is, asks for its own)
         self.force_steps = [int(s) for s in cfg.get("census_steps", [25, 100, 400])]
         self.forced_total = self.forced_left = 1 + len(self.force_steps)
-        # wall seconds the forced looks cost so far before any step and in phases without
-        # steps (the fixed-step looks weigh every census so far: budget.spent["census"])
+        # CPU seconds the forced looks cost so far before any step and in phases without
+        # steps (the fixed-step looks weigh every census so far: census_cpu_s)
         self.tick_spent = self.stall_spent = 0.0  # TICK_FORCED_MAX_S, STALL_FORCED_MAX_S
+        self.census_cpu_s = 0.0  # CPU seconds of every census so far (FORCED_MAX_S)
+        self.prestep_cpu_s = 0.0  # of those before the first step (PRESTEP_MAX_S)
         # watched containers followed by path: a few microseconds, at the cheap-sample pace
         self.poll_s = float(
             cfg.get(
@@ -169,7 +179,8 @@ class Expensive(CensusTaker):
         try:
             force = self.forced_left > 0 and step >= self.force_at
             taken = self.forced_total - self.forced_left
-            spent = self.budget.spent.get("census", 0.0)  # every census so far, forced or not
+            # every census so far, forced or not; those before the first step in part
+            spent = self.census_cpu_s - max(0.0, self.prestep_cpu_s - PRESTEP_MAX_S)
             if force and taken >= ALWAYS_FORCED and spent >= FORCED_MAX_S:
                 force, self.forced_left = False, 0  # the rest on the budget
             if force:
@@ -301,7 +312,7 @@ class Expensive(CensusTaker):
     # -- scheduling ------------------------------------------------------------------------
 
     def _due(self, step: Optional[int], now: float, force: bool) -> float:
-        """What is due now (a tracemalloc window's end, a census, a poll); returns the wall
+        """What is due now (a tracemalloc window's end, a census, a poll); returns the CPU
         seconds a forced census took (0 when none was forced)."""
         forced = 0.0
         if self.tm.active and self.tm.mode == "auto" and self.tm.due(step or 0, now):
@@ -319,11 +330,11 @@ class Expensive(CensusTaker):
                 )
         tracing = self.tm.active and self.tm.mode == "auto"
         if force or (now >= self.census_due and not tracing):  # a census under tracemalloc
-            t0 = time.perf_counter()  # (a census under tracemalloc would run many times
+            cpu0 = self.census_cpu_s  # (a census under tracemalloc would run many times
             with self.agent.interrupts.held():  # slower)
                 self._census(step, now, None)
             if force:
-                forced = time.perf_counter() - t0
+                forced = self.census_cpu_s - cpu0
         elif now >= self.poll_due:
             self._poll(step, now)
         window = now + 0.1 if self.tm.active and self.tm.mode == "auto" else float("inf")
