@@ -426,6 +426,60 @@ def test_looks_before_the_first_step_count_against_the_fixed_step_looks() -> Non
     assert fixed_step_looks(0.17, 5)[:3] == [5, 25, 100]
 
 
+class _Monitor:
+    def __init__(self, window: Any) -> None:
+        self.window = window
+
+
+def test_an_array_a_loop_grows_by_concatenation_is_watched_by_its_holder() -> None:
+    import gc
+    import weakref
+
+    import numpy as np
+
+    from memprobe.bootstrap.memprobe_agent.expensive import Expensive
+
+    # GIVEN a monitor whose window array is rebuilt longer every step (an ndarray is no gc
+    # object: no census lists it, and every step makes a new one)
+    mod: Any = types.ModuleType("window_demo")
+    mod.__file__ = "/srv/app/window_demo.py"  # a module of the user's, not a library's
+    mod.monitor = _Monitor(np.zeros((16, 1 << 15), dtype=np.float32))  # 2 MiB
+    sys.modules[mod.__name__] = mod
+
+    def grow(blocks: int) -> None:
+        for _ in range(blocks):
+            block = np.ones((16, 256), dtype=np.float32)
+            mod.monitor.window = np.concatenate([mod.monitor.window, block], axis=1)
+
+    try:
+        exp = Expensive(FakeAgent())
+        exp._census(5, time.monotonic(), None)
+        grow(40)
+        exp._census(25, time.monotonic(), None)
+        grow(40)
+        exp._census(45, time.monotonic(), None)
+        census = [m for m in exp.agent.messages if m["k"] == "census"][-1]
+        # THEN it is watched under its holder, its length its element count, its bytes
+        # its buffer's
+        holder = "window_demo.monitor.window"
+        size = mod.monitor.window.size
+        assert census["v"][f"container:{holder}:len"] == size
+        entry = next(e for e in census["containers"] if e["holder"] == holder)
+        assert entry["type"] == "numpy.ndarray" and entry["elem_types"] == ["float32"]
+        assert entry["bytes"] >= mod.monitor.window.nbytes
+        # AND it is read again between censuses by its path, the new array each time
+        grow(1)
+        assert exp.tracker.poll()[f"container:{holder}:len"] == size + 16 * 256
+        # AND nothing keeps an array the program let go
+        gone = weakref.ref(mod.monitor.window)
+        mod.monitor.window = np.zeros((16, 8), dtype=np.float32)
+        exp._census(65, time.monotonic(), None)
+        gc.collect()
+        assert gone() is None
+    finally:
+        del sys.modules[mod.__name__]
+
+
 def test_a_census_on_a_huge_heap_is_bounded_and_says_so() -> None:
     from memprobe.bootstrap.memprobe_agent.expensive import Expensive
 

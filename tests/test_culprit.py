@@ -229,6 +229,50 @@ def test_plain_container_of_dicts() -> None:
     assert c.fix_hint is not None and "deque(maxlen" in c.fix_hint
 
 
+def test_a_dict_of_flags_keyed_by_messages_names_its_keys() -> None:
+    # GIVEN a dict whose values are plain True (the warnings registry: every distinct
+    # message a tuple key) that grows by 10 entries a step
+    def registry(n: int, first: int) -> Dict[str, Any]:
+        entry = box("__main__.__warningregistry__", n, first, "bool", "dict")
+        entry["key_types"] = ["tuple"]
+        return entry
+
+    entries = [
+        census(5, containers=[]),
+        census(25, containers=[registry(250, 50)]),
+        census(205, containers=[registry(2050, 50)]),
+    ]
+    c = culprit_for("py_alloc_blocks", build_profile(entries))
+    # THEN the finding says what accumulates: entries with tuple keys, not "bool"
+    assert c is not None and c.holder == "__main__.__warningregistry__"
+    assert c.type == "tuple" and c.evidence["key_type"] == "tuple"
+    assert "gains 10 entries (`tuple` keys, `bool` values) per step" in c.sentence
+    # AND a dict with tensors for values is still told by its values
+    entries[2]["containers"][0]["elem_types"] = ["torch.Tensor"]
+    c = culprit_for("py_alloc_blocks", build_profile(entries))
+    assert c is not None and c.type != "tuple"
+
+
+def test_an_array_grown_by_concatenation_gets_the_trim_hint() -> None:
+    # GIVEN the agent's watch of an array rebuilt longer every step: its length is its
+    # element count (4,096 float32 a step)
+    entries = [
+        census(5, containers=[]),
+        census(
+            25, containers=[box("main:monitor.window", 180_224, 98_304, "float32", "numpy.ndarray")]
+        ),
+        census(
+            205,
+            containers=[box("main:monitor.window", 917_504, 98_304, "float32", "numpy.ndarray")],
+        ),
+    ]
+    c = culprit_for("rss_bytes", build_profile(entries))
+    # THEN the finding names the array and its elements, and says how to bound it
+    assert c is not None and c.holder == "main:monitor.window"
+    assert c.type == "numpy.ndarray" and "gains 4,100 float32 elements per step" in c.sentence
+    assert c.fix_hint is not None and "np.concatenate" in c.fix_hint
+
+
 def test_one_jump_in_graph_roots_is_not_a_retained_graph() -> None:
     # GIVEN graph roots that jumped once between two censuses (an episode's own graphs, gone
     # at exit) while a list of records grows steadily

@@ -54,7 +54,8 @@ class Container:
     len: int
     per_step: float
     growth: int
-    elem_types: List[str] = field(default_factory=list)
+    elem_types: List[str] = field(default_factory=list)  # its last items' (a dict's values)
+    key_types: List[str] = field(default_factory=list)  # a dict's last keys'
     chain: List[str] = field(default_factory=list)
     complete: bool = True
     scalar: bool = False

@@ -110,6 +110,7 @@ def _containers(entries: List[Dict[str, Any]], xs: List[float]) -> List[Containe
         span = xs[i] - base_x
         per_step = growth / span if span > 0 else 0.0
         elems = [str(t) for t in as_list(box.get("elem_types")) if isinstance(t, str)]
+        keys = [str(t) for t in as_list(box.get("key_types")) if isinstance(t, str)]
         chain = [str(c) for c in as_list(box.get("chain"))]
         out.append(
             Container(
@@ -119,6 +120,7 @@ def _containers(entries: List[Dict[str, Any]], xs: List[float]) -> List[Containe
                 per_step=per_step,
                 growth=growth,
                 elem_types=elems,
+                key_types=keys,
                 chain=chain,
                 complete=bool(box.get("complete", True)),
                 scalar=bool(box.get("scalar", False)),

@@ -13,6 +13,7 @@ from memprobe.analysis.culprit_tensors import graph_culprit, growing_tensor, ten
 from memprobe.analysis.hints import (
     HINT_CONTAINER,
     HINT_FIGURE,
+    HINT_GROWING_ARRAY,
     HINT_HOOKS,
     HINT_LRU,
     HINT_MODULE,
@@ -25,6 +26,8 @@ from memprobe.analysis.wording import fmt_count
 PYPLOT_FIGURES = "matplotlib.pyplot's open figures (Gcf.figs)"
 FIGURE = "matplotlib.figure.Figure"
 NDARRAY = "numpy.ndarray"
+# plain numbers: a dict of them keyed by text or tuples holds its memory in its keys
+SCALARS = frozenset(["float", "int", "bool", "complex", "NoneType"])
 
 
 def culprit_for(signal: str, prof: Profile) -> Optional[Culprit]:
@@ -175,7 +178,9 @@ def _container(prof: Profile, box: Container) -> Culprit:
         graph = graph_culprit(prof)
         if graph is not None and graph.holds_autograd_graph and graph.pattern == "retained graphs":
             return graph
-    if elem == FIGURE:
+    if box.type == NDARRAY:
+        hint = HINT_GROWING_ARRAY  # its items are its elements (the agent's watch of arrays)
+    elif elem == FIGURE:
         hint = HINT_FIGURE
     elif elem == NDARRAY:
         hint = HINT_NUMPY
@@ -188,7 +193,16 @@ def _container(prof: Profile, box: Container) -> Culprit:
     else:
         hint = HINT_CONTAINER
     what = elem or "item"
+    if box.type == NDARRAY:
+        what, elem = f"{elem or '?'} elements", NDARRAY
+    keys = [k for k in box.key_types if k not in SCALARS]
     ev = evidence_of(per_step=box.per_step, container_len=box.len, container_type=box.type)
+    if keys and (elem is None or elem in SCALARS):
+        # its memory is in its keys (every distinct message a warnings registry has seen, a
+        # cache keyed by each input's text): what accumulates is the key
+        what = f"entries (`{keys[0]}` keys, `{elem or '?'}` values)"
+        elem = keys[0]
+        ev["key_type"] = elem
     return make_culprit(
         prof,
         elem or box.type,

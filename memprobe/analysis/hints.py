@@ -61,6 +61,11 @@ HINT_MODULE = (
     "cycle); copy weights with `load_state_dict` instead of `copy.deepcopy`"
 )
 HINT_FIGURE = "figures are never closed: call `plt.close(fig)` once each one is saved"
+HINT_GROWING_ARRAY = (
+    "one array is rebuilt longer every step (`a = np.concatenate([a, x])`, `np.append`): "
+    "trim it along the axis it grows (`a = a[..., -N:]`; `len(a)` is its first axis only) "
+    "or fill a preallocated ring buffer in place"
+)
 HINT_NUMPY = "per-step NumPy arrays are kept: preallocate and reuse a buffer, or keep summaries"
 # one type's objects grow, and the census found no container of the user's holding them
 HINT_OBJECTS = "objects of this type accumulate: find who keeps them and drop or bound it"

@@ -67,6 +67,7 @@ class Evidence(TypedDict, total=False):
     chain: List[str]
     container_len: int
     container_type: str
+    key_type: str  # a dict whose memory is in its keys: their type
     container_bytes: float
     watch: str  # the name memprobe.watch() was given
     bytes_per_step: float

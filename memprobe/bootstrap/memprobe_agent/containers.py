@@ -27,8 +27,15 @@ MIN_NEW = 4  # items a container new since the last census needs to be a candida
 STALE_CENSUSES = 4  # a watched container that stopped growing this long gives its slot up
 SCALARS = frozenset(["float", "int", "bool", "complex", "NoneType"])
 TENSOR_NAMES = frozenset(["torch.Tensor", "torch.nn.parameter.Parameter"])
+NDARRAY = "numpy.ndarray"
 MAX_COUNT = 20_000  # new items looked at per poll or census, at most
 MEASURE_VISITS = 1500  # objects looked at to size one container's items, per census
+
+
+def length(obj: Any) -> int:
+    """A container's length; an array's element count (``size``: a (16, T) window grows
+    along T, while ``len`` is 16)."""
+    return int(obj.size) if qualified(obj) == NDARRAY else len(obj)
 
 
 def tensor_types() -> Set[type]:
@@ -189,12 +196,20 @@ class Watch:
             "first_len": self.first_len,
             "first_step": self.first_step,
             "elem_types": self.elem_types,
+            "key_types": self.key_types,
             "chain": self.chain,
             "complete": self.complete,
             "bytes": self.bytes,
             "bytes_exact": self.bytes_exact,
             "rooted": self.path[0][0] if self.path else ("anchor" if self.anchor else None),
         }
+
+
+def _item_types(obj: Any) -> List[str]:
+    """Its last items' types (census.elem_types); an array's dtype (``float32``)."""
+    if qualified(obj) == NDARRAY:
+        return [str(obj.dtype)]
+    return elem_types(obj)
 
 
 _USER, _LIBRARY, _NAMELESS, _NEVER = 0, 1, 2, 3
@@ -248,8 +263,20 @@ class ContainerTracker:
         # loop's ``all_logits`` got the id of a start-up list set aside and was never seen
         self.ignored: Dict[int, int] = {}
 
+        # a big NumPy array's element count by holder at the last census (grown_arrays)
+        self.array_sizes: Dict[str, int] = {}
+
     def own_ids(self) -> Set[int]:
-        return {id(self.prev), id(self.watched), id(self.ignored)}
+        return {id(self.prev), id(self.watched), id(self.ignored), id(self.array_sizes)}
+
+    def grown_arrays(self, found: List[Tuple[str, Any]]) -> List[Any]:
+        """Of the big arrays ``found`` (holder, array) by ``roots.big_arrays``, those larger
+        than the array under the same holder at the last census: a loop that grows an array
+        makes a new object each time, so no identity is followed (only sizes are kept)."""
+        sizes = {holder: int(arr.size) for holder, arr in found}
+        grown = [arr for holder, arr in found if sizes[holder] > self.array_sizes.get(holder, -1)]
+        first, self.array_sizes = not self.array_sizes, sizes
+        return [] if first else grown
 
     def update(
         self,
@@ -274,8 +301,8 @@ class ContainerTracker:
                     del self.watched[cid]
                 continue
             w.misses = 0
-            w.prev_len, w.len = w.len, len(obj)
-            w.elem_types = elem_types(obj) or w.elem_types
+            w.prev_len, w.len = w.len, length(obj)
+            w.elem_types = _item_types(obj) or w.elem_types
             w.key_types = elem_types(obj, keys=True)
             w.count_graphs(obj)
             w.measure(obj)
@@ -343,9 +370,9 @@ class ContainerTracker:
                 continue
             followed.add(r["holder"])
             room -= 1
-            length, before = sizes[cid]
-            w = Watch(r, qualified(obj), length, before, step)
-            w.elem_types = elem_types(obj)
+            n, before = sizes[cid]
+            w = Watch(r, qualified(obj), n, before, step)
+            w.elem_types = _item_types(obj)
             w.key_types = elem_types(obj, keys=True)
             w.count_graphs(obj)
             w.measure(obj)
@@ -375,7 +402,7 @@ class ContainerTracker:
                 by_key = frames.running_by_key()
             obj = w.find(by_key)
             if obj is not None and qualified(obj) == w.type:
-                out[f"container:{w.holder}:len"] = len(obj)
+                out[f"container:{w.holder}:len"] = length(obj)
                 w.count_graphs(obj)
                 if w.graphs is not None:
                     # a heavy-object count of its own: the items hold autograd graphs
