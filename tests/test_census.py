@@ -444,12 +444,16 @@ def test_an_array_a_loop_grows_by_concatenation_is_watched_by_its_holder() -> No
     mod: Any = types.ModuleType("window_demo")
     mod.__file__ = "/srv/app/window_demo.py"  # a module of the user's, not a library's
     mod.monitor = _Monitor(np.zeros((16, 1 << 15), dtype=np.float32))  # 2 MiB
+    # beside it, the filled part of a preallocated ring: a view, growing as the ring fills
+    ring = np.zeros((16, 1 << 17), dtype=np.float32)
+    mod.filled = ring[:, : 1 << 15]
     sys.modules[mod.__name__] = mod
 
     def grow(blocks: int) -> None:
         for _ in range(blocks):
             block = np.ones((16, 256), dtype=np.float32)
             mod.monitor.window = np.concatenate([mod.monitor.window, block], axis=1)
+        mod.filled = ring[:, : mod.filled.shape[1] + 256 * blocks]
 
     try:
         exp = Expensive(FakeAgent())
@@ -467,6 +471,8 @@ def test_an_array_a_loop_grows_by_concatenation_is_watched_by_its_holder() -> No
         entry = next(e for e in census["containers"] if e["holder"] == holder)
         assert entry["type"] == "numpy.ndarray" and entry["elem_types"] == ["float32"]
         assert entry["bytes"] >= mod.monitor.window.nbytes
+        # (the ring's view holds nothing of its own: not watched)
+        assert not any(e["holder"] == "window_demo.filled" for e in census["containers"])
         # AND it is read again between censuses by its path, the new array each time
         grow(1)
         assert exp.tracker.poll()[f"container:{holder}:len"] == size + 16 * 256
@@ -478,6 +484,24 @@ def test_an_array_a_loop_grows_by_concatenation_is_watched_by_its_holder() -> No
         assert gone() is None
     finally:
         del sys.modules[mod.__name__]
+
+
+def test_a_functions_temporary_array_seen_now_and_then_is_not_watched() -> None:
+    import numpy as np
+
+    tracker = containers.ContainerTracker()
+
+    def arrays(mib: int) -> List[Tuple[str, Any]]:
+        return [("bo.py:expected_improvement:K", np.zeros(mib << 18, dtype=np.float32))]
+
+    # GIVEN a temporary that grows with the work, seen only when a census lands in its function
+    looked = [tracker.grown_arrays(arrays(m) if m else []) for m in (1, 3, 0, 5, 7, 0, 9)]
+    # THEN it is never a candidate: never three censuses in a row
+    assert all(not grown for grown in looked)
+    # AND one seen at every census, grown by a MiB or more since first seen, is
+    tracker = containers.ContainerTracker()
+    looked = [tracker.grown_arrays(arrays(m)) for m in (9, 10, 11, 11)]
+    assert [len(g) for g in looked] == [0, 0, 1, 0]
 
 
 def test_a_census_on_a_huge_heap_is_bounded_and_says_so() -> None:

@@ -30,6 +30,10 @@ TENSOR_NAMES = frozenset(["torch.Tensor", "torch.nn.parameter.Parameter"])
 NDARRAY = "numpy.ndarray"
 MAX_COUNT = 20_000  # new items looked at per poll or census, at most
 MEASURE_VISITS = 1500  # objects looked at to size one container's items, per census
+# an array under one holder is watched once it has grown this much since first seen there,
+# seen at this many censuses in a row (see ContainerTracker.grown_arrays)
+ARRAY_GROWTH = 1 << 20
+ARRAY_RUN = 3
 
 
 def length(obj: Any) -> int:
@@ -263,20 +267,29 @@ class ContainerTracker:
         # loop's ``all_logits`` got the id of a start-up list set aside and was never seen
         self.ignored: Dict[int, int] = {}
 
-        # a big NumPy array's element count by holder at the last census (grown_arrays)
-        self.array_sizes: Dict[str, int] = {}
+        # a big NumPy array's bytes by holder: (first, last, censuses in a row) (grown_arrays)
+        self.array_sizes: Dict[str, Tuple[int, int, int]] = {}
 
     def own_ids(self) -> Set[int]:
         return {id(self.prev), id(self.watched), id(self.ignored), id(self.array_sizes)}
 
     def grown_arrays(self, found: List[Tuple[str, Any]]) -> List[Any]:
-        """Of the big arrays ``found`` (holder, array) by ``roots.big_arrays``, those larger
-        than the array under the same holder at the last census: a loop that grows an array
-        makes a new object each time, so no identity is followed (only sizes are kept)."""
-        sizes = {holder: int(arr.size) for holder, arr in found}
-        grown = [arr for holder, arr in found if sizes[holder] > self.array_sizes.get(holder, -1)]
-        first, self.array_sizes = not self.array_sizes, sizes
-        return [] if first else grown
+        """Of the big arrays ``found`` (holder, array) by ``roots.big_arrays``, those that
+        grew under their holder: larger than at the last census, by ``ARRAY_GROWTH`` bytes
+        since the holder was first seen, and seen there at ``ARRAY_RUN`` censuses in a row
+        (a function's temporaries, present only when a census lands inside it, are not). A
+        loop that grows an array makes a new object each time, so no identity is followed:
+        only (first bytes, last bytes, censuses in a row) by holder are kept."""
+        seen: Dict[str, Tuple[int, int, int]] = {}
+        grown: List[Any] = []
+        for holder, arr in found:
+            nbytes = int(arr.nbytes)
+            first, last, run = self.array_sizes.get(holder, (nbytes, -1, 0))
+            seen[holder] = (first, nbytes, run + 1)
+            if run + 1 >= ARRAY_RUN and nbytes > last and nbytes - first >= ARRAY_GROWTH:
+                grown.append(arr)
+        self.array_sizes = seen
+        return grown
 
     def update(
         self,

@@ -170,14 +170,21 @@ def big_arrays(min_bytes: int, deadline: float, limit: int = 8) -> List[Tuple[st
     """(holder, array) for NumPy arrays of ``min_bytes`` or more among the user's roots and
     three levels below them. An ndarray is no gc object, so no census lists it: an array
     that a loop grows (``self.window = np.concatenate([self.window, block])``) is found only
-    by its holder. Only ``type()`` and the ``nbytes`` getter are asked of what is reached."""
+    by its holder. Only ``type()`` and the ``base`` and ``nbytes`` getters are asked of what
+    is reached."""
     np = sys.modules.get("numpy")
     ndarray = vars(np).get("ndarray") if isinstance(np, types.ModuleType) else None
     if not isinstance(ndarray, type):
         return []
 
     def big(value: Any) -> bool:
-        return type(value) is ndarray and int(getattr(value, "nbytes", 0)) >= min_bytes
+        # owning its buffer: a view of a preallocated ring (``ring[:filled]``) grows while
+        # the ring fills, and holds nothing of its own
+        return (
+            type(value) is ndarray
+            and getattr(value, "base", None) is None
+            and int(getattr(value, "nbytes", 0)) >= min_bytes
+        )
 
     return find_matching(big, deadline, limit=limit, depth=3)
 
