@@ -14,7 +14,7 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from typing import Any, Callable, List
+from typing import Any, Callable, Dict, List
 
 import memprobe
 from memprobe.pytest_plugin import Limits, repeat
@@ -24,7 +24,7 @@ ROUNDS = 3
 
 
 def _python_step() -> None:
-    rows = [{"i": i, "v": [i] * 4} for i in range(2000)]
+    rows: List[Dict[str, Any]] = [{"i": i, "v": [i] * 4} for i in range(2000)]
     sum(len(r["v"]) for r in rows)
 
 
@@ -38,7 +38,7 @@ def _torch_step() -> Callable[[], None]:
 
     def step() -> None:
         opt.zero_grad()
-        torch.nn.functional.mse_loss(model(x), y).backward()
+        torch.nn.functional.mse_loss(model(x), y).backward()  # type: ignore[no-untyped-call]
         opt.step()
 
     return step

@@ -140,7 +140,7 @@ class Stream:
         self.seq += 1
         hist, epi, dicts = self.history_len(t), self.episode_len(t), self.dicts(t)
         tensors = 32 + (hist - 4)
-        types = {
+        types: Dict[str, Dict[str, Any]] = {
             "function": {"count": 58706},
             "tuple": {"count": 54046 + self.rng.randint(-20, 20)},
             "dict": {"count": dicts},
@@ -280,7 +280,7 @@ class Stream:
                         }
                     )
                 for pid in (MAIN, W1, W2):
-                    rss = self.rss(t) if pid == MAIN else 700 * MB
+                    rss = int(self.rss(t)) if pid == MAIN else 700 * MB
                     outside.append(
                         (pid, t, {wire.RSS: rss, "uss_bytes": 0.7 * rss, "pss_bytes": 0.8 * rss})
                     )
@@ -488,7 +488,7 @@ def compressed(hours: int, scenario: str, leak_from: float, full_check: bool) ->
         "run_json_bytes": size,
         "verdict": record.verdict,
         "findings": [
-            (f.pid, f.signal, f.verdict, (f.culprit or {}).get("holder"))
+            (f.pid, f.signal, f.verdict, f.culprit.get("holder") if f.culprit else None)
             for f in record.findings
             if f.verdict == "leak"
         ],
@@ -517,7 +517,7 @@ def full_resolution_check(run_dir: str, bounded: Any) -> Dict[str, Any]:
 
     t0 = time.perf_counter()
     try:
-        full = rebuild(run_dir, max_points=None)  # type: ignore[call-arg]
+        full = rebuild(run_dir, max_points=None)
     except TypeError:  # a memprobe without bounded buffers: nothing to compare
         return {"skipped": "rebuild() has no max_points"}
     full = finalize(full, DetectOptions())

@@ -61,7 +61,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import psutil
 
@@ -333,7 +333,7 @@ def run_once(cmd: List[str], timeout: float, tty: bool = False) -> Dict[str, Any
 
 
 # what is compared: per-step loop figures, so that scalene's shorter runs compare too
-RATIOS = (
+RATIOS: Tuple[Tuple[str, Callable[[Dict[str, Any]], float]], ...] = (
     ("loop wall", lambda r: r["loop_s"] / r["steps"]),
     ("loop CPU (target + outside)", lambda r: r["loop_all_cpu_s"] / r["steps"]),
     ("loop CPU (target)", lambda r: r["loop_cpu_s"] / r["steps"]),

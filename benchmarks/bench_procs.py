@@ -68,7 +68,7 @@ class Probe:
                 if isinstance(wall, float) and isinstance(t, (int, float)):
                     probe.lags.append(time.time() - (wall + t))
 
-        RunState.ingest = ingest  # type: ignore[method-assign]
+        RunState.ingest = ingest  # type: ignore[method-assign,assignment]
 
     def uninstall(self) -> None:
         RunState.ingest = self._orig  # type: ignore[method-assign]
@@ -162,7 +162,7 @@ def run(procs: int, seconds: float, display_kind: str) -> Dict[str, Any]:
     lags = sorted(probe.lags)
     agents = sum(1 for p in state.procs.values() if p.has_agent)
     samples = probe.counts.get(wire.K_SAMPLE, 0) + probe.counts.get(wire.K_CENSUS, 0)
-    res = {
+    res: Dict[str, Any] = {
         "procs": procs,
         "ranks": ranks,
         "workers_per_rank": workers,

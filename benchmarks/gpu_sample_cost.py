@@ -8,15 +8,12 @@ replaced (``memory_allocated``, ``memory_reserved``, ``max_memory_allocated``,
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 from typing import Any, Callable, Dict
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "memprobe" / "bootstrap"))
+import torch
 
-import torch  # noqa: E402
-from memprobe_agent import cheap  # noqa: E402
+from memprobe.bootstrap.memprobe_agent import cheap
 
 
 def public_calls(out: Dict[str, Any]) -> None:
