@@ -843,17 +843,42 @@ def test_a_look_on_evidence_when_memory_climbs_while_no_count_moves() -> None:
     now = time.monotonic()
     exp.last = (now - 10.0, 100)
     mib = 1 << 20
-    # THEN memory a few MB up is no evidence, nor 128 MiB more on a 1 GiB process
+    # THEN memory a few MB up is no evidence, nor 64 MiB more on a 1 GiB process
     assert not exp.wants_look({**counts, wire.RSS: base + 16 * mib}, now)
     exp.rss_before = 1 << 30
-    assert not exp.wants_look({**counts, wire.RSS: (1 << 30) + 128 * mib}, now)
-    # BUT memory up by a quarter and by 64 MiB is: a look at the next step boundary
-    assert exp.wants_look({**counts, wire.RSS: (1 << 30) + (1 << 28)}, now)
+    assert not exp.wants_look({**counts, wire.RSS: (1 << 30) + 64 * mib}, now)
+    # BUT memory up by a tenth and by 32 MiB is: a look at the next step boundary
+    assert exp.wants_look({**counts, wire.RSS: (1 << 30) + (1 << 27)}, now)
     exp.rss_before = base
-    assert exp.wants_look({**counts, wire.RSS: base + max(64 * mib, base // 4)}, now)
+    assert exp.wants_look({**counts, wire.RSS: base + max(32 * mib, base // 10)}, now)
     # AND not before EVIDENCE_GAP_S after the census
     exp.last = (now - 1.0, 100)
     assert not exp.wants_look({**counts, wire.RSS: 4 * base}, now)
+
+
+def test_memory_that_swings_back_under_its_high_water_mark_asks_for_no_look() -> None:
+    from memprobe.bootstrap.memprobe_agent import wire
+    from memprobe.bootstrap.memprobe_agent.expensive import Expensive
+
+    # GIVEN a program whose RSS swings by 100 MiB (a batch's copies made and freed), read
+    # by the cheap samples before a census that happened to land low
+    agent = FakeAgent()
+    exp = Expensive(agent)
+    exp.forced_left = 0
+    mib = 1 << 20
+    low = 300 * mib
+    exp.wants_look({wire.RSS: low + 100 * mib}, time.monotonic())
+    exp._census(100, time.monotonic(), None)
+    counts = dict(exp.prev_v)
+    now = time.monotonic()
+    exp.last = (now - 10.0, 100)
+    # THEN the swing back up is no evidence: the mark is the high-water mark, not the reading
+    assert exp.rss_before is not None and exp.rss_before >= low + 100 * mib
+    assert not exp.wants_look({**counts, wire.RSS: low + 100 * mib}, now)
+    # BUT a new high by 32 MiB and a tenth is
+    assert exp.wants_look(
+        {**counts, wire.RSS: exp.rss_before + max(48 * mib, exp.rss_before // 8)}, now
+    )
 
 
 def test_a_look_on_evidence_in_a_program_without_steps() -> None:

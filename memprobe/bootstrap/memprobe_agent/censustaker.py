@@ -98,6 +98,7 @@ class CensusTaker:
     tm_allowed: float
     last: Tuple[float, int]
     rss_before: Optional[int]
+    rss_peak: int
     prev_counts: Dict[str, int]
     watched_types: Dict[str, int]
     prev_v: Dict[str, float]
@@ -149,7 +150,8 @@ class CensusTaker:
             self.based = True
             self.prev_counts, self.tracker = {}, ContainerTracker()
             self.watched_types.clear()
-        self.rss_before = rss_before
+        # the high-water mark so far (see expensive._EVIDENCE_RSS)
+        self.rss_before = max(rss_before or 0, self.rss_peak) or None
         holder_deadline = time.perf_counter() + self.deadline_s / 2
         res = census.take(
             self.max_objects,
