@@ -22,12 +22,12 @@ from memprobe.analysis.hints import (
 )
 from memprobe.analysis.series import container_holder
 from memprobe.analysis.wording import fmt_count
+from memprobe.bootstrap.memprobe_agent import wire
 
 PYPLOT_FIGURES = "matplotlib.pyplot's open figures (Gcf.figs)"
 FIGURE = "matplotlib.figure.Figure"
-NDARRAY = "numpy.ndarray"
-# plain numbers: a dict of them keyed by text or tuples holds its memory in its keys
-SCALARS = frozenset(["float", "int", "bool", "complex", "NoneType"])
+NDARRAY = wire.NDARRAY
+SCALARS = wire.SCALAR_TYPES
 
 
 def culprit_for(signal: str, prof: Profile) -> Optional[Culprit]:

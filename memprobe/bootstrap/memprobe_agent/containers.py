@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from . import frames, graphs, holders, lrucache, roots, sizes
+from . import frames, graphs, holders, lrucache, roots, sizes, wire
 from .census import DICT_TYPES, elem_types, qualified
 
 MAX_WATCH = 8
@@ -25,9 +25,9 @@ MAX_CANDIDATES = 256  # grown containers looked for in one walk from the user's 
 REFERRER_S = 0.05  # the referrer search's share of a census, at most
 MIN_NEW = 4  # items a container new since the last census needs to be a candidate
 STALE_CENSUSES = 4  # a watched container that stopped growing this long gives its slot up
-SCALARS = frozenset(["float", "int", "bool", "complex", "NoneType"])
+SCALARS = wire.SCALAR_TYPES
 TENSOR_NAMES = frozenset(["torch.Tensor", "torch.nn.parameter.Parameter"])
-NDARRAY = "numpy.ndarray"
+NDARRAY = wire.NDARRAY
 MAX_COUNT = 20_000  # new items looked at per poll or census, at most
 MEASURE_VISITS = 1500  # objects looked at to size one container's items, per census
 # an array under one holder is watched once it has grown this much since first seen there,

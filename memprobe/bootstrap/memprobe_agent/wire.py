@@ -64,6 +64,12 @@ ROLE_WORKER = "worker"
 ROLE_RANK = "rank"
 ROLE_CHILD = "child"
 
+# type names in census payloads that both sides read: items that are plain numbers (a
+# container of them makes no series of its own; a dict of them keyed by text or tuples holds
+# its memory in its keys), and NumPy's array (watched by its element count)
+SCALAR_TYPES = frozenset(["float", "int", "bool", "complex", "NoneType"])
+NDARRAY = "numpy.ndarray"
+
 DEFAULT_SAMPLE_INTERVAL_S = 0.1  # minimum spacing of cheap samples at step boundaries
 DEFAULT_IDLE_INTERVAL_S = 0.1  # background sampling when there are no steps
 DEFAULT_OVERHEAD_BUDGET = 0.03  # fraction of wall time the expensive collectors may use
