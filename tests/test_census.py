@@ -850,7 +850,7 @@ def test_a_look_on_evidence_when_memory_climbs_while_no_count_moves() -> None:
     # BUT memory up by a tenth and by 32 MiB is: a look at the next step boundary
     assert exp.wants_look({**counts, wire.RSS: (1 << 30) + (1 << 27)}, now)
     exp.rss_before = base
-    assert exp.wants_look({**counts, wire.RSS: base + max(32 * mib, base // 10)}, now)
+    assert exp.wants_look({**counts, wire.RSS: base + max(32 * mib, -(-base // 10))}, now)
     # AND not before EVIDENCE_GAP_S after the census
     exp.last = (now - 1.0, 100)
     assert not exp.wants_look({**counts, wire.RSS: 4 * base}, now)
