@@ -495,12 +495,12 @@ def test_a_functions_temporary_array_seen_now_and_then_is_not_watched() -> None:
         return [("bo.py:expected_improvement:K", np.zeros(mib << 18, dtype=np.float32))]
 
     # GIVEN a temporary that grows with the work, seen only when a census lands in its function
-    looked = [tracker.grown_arrays(arrays(m) if m else []) for m in (1, 3, 0, 5, 7, 0, 9)]
+    looked = [tracker.arrays.grown(arrays(m) if m else []) for m in (1, 3, 0, 5, 7, 0, 9)]
     # THEN it is never a candidate: never three censuses in a row
     assert all(not grown for grown in looked)
     # AND one seen at every census, grown by a MiB or more since first seen, is
     tracker = containers.ContainerTracker()
-    looked = [tracker.grown_arrays(arrays(m)) for m in (9, 10, 11, 11)]
+    looked = [tracker.arrays.grown(arrays(m)) for m in (9, 10, 11, 11)]
     assert [len(g) for g in looked] == [0, 0, 1, 0]
 
 

@@ -22,7 +22,7 @@ import time
 from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
-from . import carried, census, containers, graphs, roots, threadsafe, wire
+from . import arrays, carried, census, graphs, roots, threadsafe, wire
 from .budget import Budget
 from .containers import ContainerTracker
 from .tmwindow import TraceWindow
@@ -31,8 +31,6 @@ MAX_WATCHED_TYPES = 12
 SUSPICIOUS_DELTA = 4  # items gained between two censuses that start a tracemalloc window
 # a container the gc does not track is looked for from the roots once it has this many items
 UNTRACKED_MIN_LEN = 16
-# a NumPy array among the user's roots is looked at from this size (roots.big_arrays)
-BIG_ARRAY = 1 << 20
 # counts whose growth may open a tracemalloc window (with the containers), and whether
 # their growth is heavy on its own: graphs, models and figures are; arrays and plain
 # tensors only when a container's items grow by bytes that count
@@ -181,9 +179,9 @@ class CensusTaker:
             res["lengths"][id(obj)] = len(obj)
         # an array grown under the same holder since the last census (each step a new
         # object: np.concatenate, np.append) is watched like a container of its elements
-        for obj in self.tracker.grown_arrays(roots.big_arrays(BIG_ARRAY, holder_deadline)):
+        for obj in self.tracker.arrays.grown(arrays.big_arrays(holder_deadline)):
             res["containers"][id(obj)] = obj
-            res["lengths"][id(obj)] = containers.length(obj)
+            res["lengths"][id(obj)] = arrays.length(obj)
         obj = None
         cv, entries = self.tracker.update(
             res["containers"],

@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from . import frames, graphs, holders, lrucache, roots, sizes, wire
+from . import arrays, frames, graphs, holders, lrucache, roots, sizes, wire
 from .census import DICT_TYPES, elem_types, qualified
 
 MAX_WATCH = 8
@@ -27,19 +27,8 @@ MIN_NEW = 4  # items a container new since the last census needs to be a candida
 STALE_CENSUSES = 4  # a watched container that stopped growing this long gives its slot up
 SCALARS = wire.SCALAR_TYPES
 TENSOR_NAMES = frozenset(["torch.Tensor", "torch.nn.parameter.Parameter"])
-NDARRAY = wire.NDARRAY
 MAX_COUNT = 20_000  # new items looked at per poll or census, at most
 MEASURE_VISITS = 1500  # objects looked at to size one container's items, per census
-# an array under one holder is watched once it has grown this much since first seen there,
-# seen at this many censuses in a row (see ContainerTracker.grown_arrays)
-ARRAY_GROWTH = 1 << 20
-ARRAY_RUN = 3
-
-
-def length(obj: Any) -> int:
-    """A container's length; an array's element count (``size``: a (16, T) window grows
-    along T, while ``len`` is 16)."""
-    return int(obj.size) if qualified(obj) == NDARRAY else len(obj)
 
 
 def tensor_types() -> Set[type]:
@@ -209,13 +198,6 @@ class Watch:
         }
 
 
-def _item_types(obj: Any) -> List[str]:
-    """Its last items' types (census.elem_types); an array's dtype (``float32``)."""
-    if qualified(obj) == NDARRAY:
-        return [str(obj.dtype)]
-    return elem_types(obj)
-
-
 _USER, _LIBRARY, _NAMELESS, _NEVER = 0, 1, 2, 3
 # items of a registry or a cache of types (weakrefs to classes, the classes themselves)
 _REGISTRY_ITEMS = frozenset(["weakref.ReferenceType", "type", "weakref.KeyedRef"])
@@ -267,29 +249,10 @@ class ContainerTracker:
         # loop's ``all_logits`` got the id of a start-up list set aside and was never seen
         self.ignored: Dict[int, int] = {}
 
-        # a big NumPy array's bytes by holder: (first, last, censuses in a row) (grown_arrays)
-        self.array_sizes: Dict[str, Tuple[int, int, int]] = {}
+        self.arrays = arrays.GrownArrays()  # arrays a loop grows, by holder
 
     def own_ids(self) -> Set[int]:
-        return {id(self.prev), id(self.watched), id(self.ignored), id(self.array_sizes)}
-
-    def grown_arrays(self, found: List[Tuple[str, Any]]) -> List[Any]:
-        """Of the big arrays ``found`` (holder, array) by ``roots.big_arrays``, those that
-        grew under their holder: larger than at the last census, by ``ARRAY_GROWTH`` bytes
-        since the holder was first seen, and seen there at ``ARRAY_RUN`` censuses in a row
-        (a function's temporaries, present only when a census lands inside it, are not). A
-        loop that grows an array makes a new object each time, so no identity is followed:
-        only (first bytes, last bytes, censuses in a row) by holder are kept."""
-        seen: Dict[str, Tuple[int, int, int]] = {}
-        grown: List[Any] = []
-        for holder, arr in found:
-            nbytes = int(arr.nbytes)
-            first, last, run = self.array_sizes.get(holder, (nbytes, -1, 0))
-            seen[holder] = (first, nbytes, run + 1)
-            if run + 1 >= ARRAY_RUN and nbytes > last and nbytes - first >= ARRAY_GROWTH:
-                grown.append(arr)
-        self.array_sizes = seen
-        return grown
+        return {id(self.prev), id(self.watched), id(self.ignored), id(self.arrays.sizes)}
 
     def update(
         self,
@@ -314,8 +277,8 @@ class ContainerTracker:
                     del self.watched[cid]
                 continue
             w.misses = 0
-            w.prev_len, w.len = w.len, length(obj)
-            w.elem_types = _item_types(obj) or w.elem_types
+            w.prev_len, w.len = w.len, arrays.length(obj)
+            w.elem_types = arrays.item_types(obj) or w.elem_types
             w.key_types = elem_types(obj, keys=True)
             w.count_graphs(obj)
             w.measure(obj)
@@ -385,7 +348,7 @@ class ContainerTracker:
             room -= 1
             n, before = sizes[cid]
             w = Watch(r, qualified(obj), n, before, step)
-            w.elem_types = _item_types(obj)
+            w.elem_types = arrays.item_types(obj)
             w.key_types = elem_types(obj, keys=True)
             w.count_graphs(obj)
             w.measure(obj)
@@ -415,7 +378,7 @@ class ContainerTracker:
                 by_key = frames.running_by_key()
             obj = w.find(by_key)
             if obj is not None and qualified(obj) == w.type:
-                out[f"container:{w.holder}:len"] = length(obj)
+                out[f"container:{w.holder}:len"] = arrays.length(obj)
                 w.count_graphs(obj)
                 if w.graphs is not None:
                     # a heavy-object count of its own: the items hold autograd graphs

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import collections
 import gc
-import sys
 import time
 import types
 import weakref
@@ -164,29 +163,6 @@ def untracked_containers(min_len: int, deadline: float, limit: int = 20) -> List
         return type(value) in CONTAINER_TYPES and not gc.is_tracked(value) and len(value) >= min_len
 
     return [obj for _, obj in find_matching(untracked, deadline, limit=limit, depth=3)]
-
-
-def big_arrays(min_bytes: int, deadline: float, limit: int = 8) -> List[Tuple[str, Any]]:
-    """(holder, array) for NumPy arrays of ``min_bytes`` or more among the user's roots and
-    three levels below them. An ndarray is no gc object, so no census lists it: an array
-    that a loop grows (``self.window = np.concatenate([self.window, block])``) is found only
-    by its holder. Only ``type()`` and the ``base`` and ``nbytes`` getters are asked of what
-    is reached."""
-    np = sys.modules.get("numpy")
-    ndarray = vars(np).get("ndarray") if isinstance(np, types.ModuleType) else None
-    if not isinstance(ndarray, type):
-        return []
-
-    def big(value: Any) -> bool:
-        # owning its buffer: a view of a preallocated ring (``ring[:filled]``) grows while
-        # the ring fills, and holds nothing of its own
-        return (
-            type(value) is ndarray
-            and getattr(value, "base", None) is None
-            and int(getattr(value, "nbytes", 0)) >= min_bytes
-        )
-
-    return find_matching(big, deadline, limit=limit, depth=3)
 
 
 SMALL_DICT = 16
