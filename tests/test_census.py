@@ -486,6 +486,61 @@ def test_an_array_a_loop_grows_by_concatenation_is_watched_by_its_holder() -> No
         del sys.modules[mod.__name__]
 
 
+def test_a_tensor_a_loop_grows_by_torch_cat_is_watched_by_its_holder() -> None:
+    import gc
+    import weakref
+
+    torch = pytest.importorskip("torch")
+    from memprobe.bootstrap.memprobe_agent.expensive import Expensive
+
+    # GIVEN a drift monitor whose bank is rebuilt longer every window (a new tensor each time:
+    # no identity to follow), beside a preallocated ring's filled part (a view) and a big
+    # model weight (a Parameter)
+    mod: Any = types.ModuleType("bank_demo")
+    mod.__file__ = "/srv/app/bank_demo.py"  # a module of the user's, not a library's
+    mod.monitor = _Monitor(torch.zeros(1 << 13, 64))  # 2 MiB
+    ring = torch.zeros(1 << 15, 64)
+    mod.filled = ring[: 1 << 13]
+    mod.weight = torch.nn.Parameter(torch.zeros(1 << 14, 64))
+    sys.modules[mod.__name__] = mod
+
+    def grow(blocks: int) -> None:
+        for _ in range(blocks):
+            mod.monitor.window = torch.cat([mod.monitor.window, torch.ones(256, 64)])
+        mod.filled = ring[: mod.filled.shape[0] + 256 * blocks]
+        mod.weight = torch.nn.Parameter(torch.zeros(mod.weight.shape[0] + 256 * blocks, 64))
+
+    try:
+        exp = Expensive(FakeAgent())
+        exp._census(5, time.monotonic(), None)
+        grow(40)
+        exp._census(25, time.monotonic(), None)
+        grow(40)
+        exp._census(45, time.monotonic(), None)
+        census = [m for m in exp.agent.messages if m["k"] == "census"][-1]
+        # THEN it is watched under its holder, its length its element count
+        holder = "bank_demo.monitor.window"
+        size = mod.monitor.window.nelement()
+        assert census["v"][f"container:{holder}:len"] == size
+        entry = next(e for e in census["containers"] if e["holder"] == holder)
+        assert entry["type"] == "torch.Tensor" and entry["elem_types"] == ["torch.float32"]
+        assert entry["bytes"] >= size * 4
+        # (the ring's view and the model's weight are not watched)
+        watched = {e["holder"] for e in census["containers"]}
+        assert not watched & {"bank_demo.filled", "bank_demo.weight"}
+        # AND it is read again between censuses by its path, the new tensor each time
+        grow(1)
+        assert exp.tracker.poll()[f"container:{holder}:len"] == size + 256 * 64
+        # AND nothing keeps a tensor the program let go
+        gone = weakref.ref(mod.monitor.window)
+        mod.monitor.window = torch.zeros(8, 64)
+        exp._census(65, time.monotonic(), None)
+        gc.collect()
+        assert gone() is None
+    finally:
+        del sys.modules[mod.__name__]
+
+
 def test_a_functions_temporary_array_seen_now_and_then_is_not_watched() -> None:
     import numpy as np
 

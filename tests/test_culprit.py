@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Dict, List, Optional
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -253,24 +254,28 @@ def test_a_dict_of_flags_keyed_by_messages_names_its_keys() -> None:
     assert c is not None and c.type != "tuple"
 
 
-def test_an_array_grown_by_concatenation_gets_the_trim_hint() -> None:
-    # GIVEN the agent's watch of an array rebuilt longer every step: its length is its
-    # element count (4,096 float32 a step)
+@pytest.mark.parametrize(
+    ("box_type", "dtype", "hint_word"),
+    [
+        ("numpy.ndarray", "float32", "np.concatenate"),
+        ("torch.Tensor", "torch.float32", "torch.cat"),
+    ],
+)
+def test_an_array_grown_by_concatenation_gets_the_trim_hint(
+    box_type: str, dtype: str, hint_word: str
+) -> None:
+    # GIVEN the agent's watch of an array (or a tensor) rebuilt longer every step: its length
+    # is its element count (4,096 elements a step)
     entries = [
         census(5, containers=[]),
-        census(
-            25, containers=[box("main:monitor.window", 180_224, 98_304, "float32", "numpy.ndarray")]
-        ),
-        census(
-            205,
-            containers=[box("main:monitor.window", 917_504, 98_304, "float32", "numpy.ndarray")],
-        ),
+        census(25, containers=[box("main:monitor.window", 180_224, 98_304, dtype, box_type)]),
+        census(205, containers=[box("main:monitor.window", 917_504, 98_304, dtype, box_type)]),
     ]
     c = culprit_for("rss_bytes", build_profile(entries))
     # THEN the finding names the array and its elements, and says how to bound it
     assert c is not None and c.holder == "main:monitor.window"
-    assert c.type == "numpy.ndarray" and "gains 4,100 float32 elements per step" in c.sentence
-    assert c.fix_hint is not None and "np.concatenate" in c.fix_hint
+    assert c.type == box_type and f"gains 4,100 {dtype} elements per step" in c.sentence
+    assert c.fix_hint is not None and hint_word in c.fix_hint
 
 
 def test_one_jump_in_graph_roots_is_not_a_retained_graph() -> None:

@@ -14,6 +14,7 @@ from memprobe.analysis.hints import (
     HINT_CONTAINER,
     HINT_FIGURE,
     HINT_GROWING_ARRAY,
+    HINT_GROWING_TENSOR,
     HINT_HOOKS,
     HINT_LRU,
     HINT_MODULE,
@@ -180,6 +181,8 @@ def _container(prof: Profile, box: Container) -> Culprit:
             return graph
     if box.type == NDARRAY:
         hint = HINT_GROWING_ARRAY  # its items are its elements (the agent's watch of arrays)
+    elif box.type == TENSOR:
+        hint = HINT_GROWING_TENSOR  # likewise a tensor rebuilt longer (``torch.cat``)
     elif elem == FIGURE:
         hint = HINT_FIGURE
     elif elem == NDARRAY:
@@ -193,8 +196,8 @@ def _container(prof: Profile, box: Container) -> Culprit:
     else:
         hint = HINT_CONTAINER
     what = elem or "item"
-    if box.type == NDARRAY:
-        what, elem = f"{elem or '?'} elements", NDARRAY
+    if box.type in (NDARRAY, TENSOR):
+        what, elem = f"{elem or '?'} elements", box.type
     keys = [k for k in box.key_types if k not in SCALARS]
     ev = evidence_of(per_step=box.per_step, container_len=box.len, container_type=box.type)
     if keys and (elem is None or elem in SCALARS):

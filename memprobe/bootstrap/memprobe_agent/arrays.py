@@ -1,11 +1,12 @@
-"""NumPy arrays that a loop grows, watched like containers of their elements.
+"""NumPy arrays and tensors that a loop grows, watched like containers of their elements.
 
-An ndarray is no gc object, so no census lists it, and a loop that grows one
-(``self.window = np.concatenate([self.window, block])``, ``np.append``) makes a new
-object every step: no identity can be followed. The census finds big arrays under the
-user's roots by their holder (``big_arrays``); one that keeps growing under the same
-holder (``GrownArrays``) becomes a candidate of the container tracker, its length its
-element count (``length``) and its items' type its dtype (``item_types``).
+A loop that grows one (``self.window = np.concatenate([self.window, block])``,
+``np.append``, ``self.bank = torch.cat([self.bank, emb])``) makes a new object every
+step: no identity can be followed (and an ndarray is no gc object, so no census lists
+it). The census finds big arrays and tensors under the user's roots by their holder
+(``big_arrays``); one that keeps growing under the same holder (``GrownArrays``) becomes a
+candidate of the container tracker, its length its element count (``length``) and its
+items' type its dtype (``item_types``).
 """
 
 from __future__ import annotations
@@ -28,37 +29,58 @@ ARRAY_RUN = 3
 def big_arrays(
     deadline: float, min_bytes: int = BIG_ARRAY, limit: int = 8
 ) -> List[Tuple[str, Any]]:
-    """(holder, array) for NumPy arrays of ``min_bytes`` or more among the user's roots and
-    three levels below them. An ndarray is no gc object, so no census lists it: an array
-    that a loop grows (``self.window = np.concatenate([self.window, block])``) is found only
-    by its holder. Only ``type()`` and the ``base`` and ``nbytes`` getters are asked of what
-    is reached."""
-    np = sys.modules.get("numpy")
-    ndarray = vars(np).get("ndarray") if isinstance(np, types.ModuleType) else None
-    if not isinstance(ndarray, type):
+    """(holder, array) for NumPy arrays and plain tensors of ``min_bytes`` or more among the
+    user's roots and three levels below them: one that a loop rebuilds longer every step
+    (``self.window = np.concatenate([self.window, block])``) is found only by its holder.
+    Only ``type()`` and C getters (``base``, ``nbytes``; a tensor's ``_base``, ``nelement``,
+    ``element_size``) are asked of what is reached."""
+    ndarray, tensor = _class("numpy", "ndarray"), _class("torch", "Tensor")
+    if ndarray is None and tensor is None:
         return []
 
     def big(value: Any) -> bool:
         # owning its buffer: a view of a preallocated ring (``ring[:filled]``) grows while
-        # the ring fills, and holds nothing of its own
-        return (
-            type(value) is ndarray
-            and getattr(value, "base", None) is None
-            and int(getattr(value, "nbytes", 0)) >= min_bytes
-        )
+        # the ring fills, and holds nothing of its own. A tensor of the plain class only
+        # (a Parameter is a model's weight)
+        cls = type(value)
+        if cls is ndarray:
+            return value.base is None and int(value.nbytes) >= min_bytes
+        if cls is tensor:
+            return value._base is None and _tensor_bytes(value) >= min_bytes
+        return False
 
     return find_matching(big, deadline, limit=limit, depth=3)
 
 
+def _class(module: str, name: str) -> Any:
+    """A class of a library the target has imported, without importing it."""
+    mod = sys.modules.get(module)
+    cls = vars(mod).get(name) if isinstance(mod, types.ModuleType) else None
+    return cls if isinstance(cls, type) else None
+
+
+def _tensor_bytes(t: Any) -> int:
+    return int(t.nelement()) * int(t.element_size())
+
+
+def nbytes(obj: Any) -> int:
+    """An array's or a tensor's element bytes."""
+    return int(obj.nbytes) if qualified(obj) == wire.NDARRAY else _tensor_bytes(obj)
+
+
 def length(obj: Any) -> int:
-    """A container's length; an array's element count (``size``: a (16, T) window grows
-    along T, while ``len`` is 16)."""
-    return int(obj.size) if qualified(obj) == wire.NDARRAY else len(obj)
+    """A container's length; an array's or a tensor's element count (``size``: a (16, T)
+    window grows along T, while ``len`` is 16)."""
+    name = qualified(obj)
+    if name == wire.NDARRAY:
+        return int(obj.size)
+    return int(obj.nelement()) if name == wire.TENSOR else len(obj)
 
 
 def item_types(obj: Any) -> List[str]:
-    """Its last items' types (census.elem_types); an array's dtype (``float32``)."""
-    if qualified(obj) == wire.NDARRAY:
+    """Its last items' types (census.elem_types); an array's or a tensor's dtype
+    (``float32``, ``torch.float32``)."""
+    if qualified(obj) in (wire.NDARRAY, wire.TENSOR):
         return [str(obj.dtype)]
     return elem_types(obj)
 
@@ -78,10 +100,10 @@ class GrownArrays:
         seen: Dict[str, Tuple[int, int, int]] = {}
         grown: List[Any] = []
         for holder, arr in found:
-            nbytes = int(arr.nbytes)
-            first, last, run = self.sizes.get(holder, (nbytes, -1, 0))
-            seen[holder] = (first, nbytes, run + 1)
-            if run + 1 >= ARRAY_RUN and nbytes > last and nbytes - first >= ARRAY_GROWTH:
+            size = nbytes(arr)
+            first, last, run = self.sizes.get(holder, (size, -1, 0))
+            seen[holder] = (first, size, run + 1)
+            if run + 1 >= ARRAY_RUN and size > last and size - first >= ARRAY_GROWTH:
                 grown.append(arr)
         self.sizes = seen
         return grown

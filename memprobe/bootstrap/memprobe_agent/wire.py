@@ -66,9 +66,11 @@ ROLE_CHILD = "child"
 
 # type names in census payloads that both sides read: items that are plain numbers (a
 # container of them makes no series of its own; a dict of them keyed by text or tuples holds
-# its memory in its keys), and NumPy's array (watched by its element count)
+# its memory in its keys), and NumPy's array and torch's tensor (a loop that rebuilds one
+# longer every step: watched by its element count, see the agent's arrays.py)
 SCALAR_TYPES = frozenset(["float", "int", "bool", "complex", "NoneType"])
 NDARRAY = "numpy.ndarray"
+TENSOR = "torch.Tensor"
 
 DEFAULT_SAMPLE_INTERVAL_S = 0.1  # minimum spacing of cheap samples at step boundaries
 DEFAULT_IDLE_INTERVAL_S = 0.1  # background sampling when there are no steps
