@@ -68,8 +68,8 @@ HELDOUT = SAMPLES / "heldout"
 FRESH = SAMPLES / "fresh"
 # four more, each written by another author, after the work on the first three, told to
 # write as other people write and never shown the detector ("wild_a" .. "wild_d"); three
-# more the same way in stop 30 ("wild_e" .. "wild_g") and two in stop 31 ("wild_h", "wild_i"), run
-# before any change made for them
+# more the same way in stop 30 ("wild_e" .. "wild_g"), two in stop 31 ("wild_h", "wild_i")
+# and one in stop 32 ("wild_j"), run before any change made for them
 CORPORA = {
     "sample": SAMPLES,
     "heldout": HELDOUT,
@@ -83,6 +83,7 @@ CORPORA = {
     "wild_g": SAMPLES / "wild_g",
     "wild_h": SAMPLES / "wild_h",
     "wild_i": SAMPLES / "wild_i",
+    "wild_j": SAMPLES / "wild_j",
 }
 N_CUTS = 40
 HEADER_LINES = 12

@@ -188,6 +188,40 @@ def test_holder_paths_from_recognisable_roots() -> None:
     assert again is trainer.actor_losses
 
 
+def test_a_node_deep_in_a_tree_of_dicts_is_named_from_the_tree_s_holder() -> None:
+    # GIVEN a trie of nested dicts on an object of the user's: a node a dozen levels down
+    mod: Any = types.ModuleType("trie_demo")
+    mod.__file__ = "/srv/project/trie_demo.py"  # the target's own code, not a library
+    mod.index = types.SimpleNamespace(_root={})
+    for word in ("track order 1234", "track order 1299", "coupon x"):
+        node = mod.index._root
+        for ch in word:
+            node = node.setdefault(ch, {})
+    deep = mod.index._root
+    for ch in "track order 12":
+        deep = deep[ch]
+    deep_id = id(deep)
+    del deep, node  # no local of this test's frame names it
+    # (and a list as deep below a chain of objects: not a tree of dicts, not walked so deep)
+    chain: Any = types.SimpleNamespace()
+    mod.chain, tail = chain, chain
+    for _ in range(12):
+        tail.next = types.SimpleNamespace()
+        tail = tail.next
+    tail.items = [1, 2, 3]
+    items_id = id(tail.items)
+    del tail
+    sys.modules["trie_demo"] = mod
+    try:
+        found = roots.search({deep_id, items_id}, time.perf_counter() + FAR)
+    finally:
+        del sys.modules["trie_demo"]
+    # THEN the node is named down the tree from its holder
+    path = "".join(f"[{ch!r}]" for ch in "track order 12")
+    assert found[deep_id]["holder"] == f"trie_demo.index._root{path}"
+    assert items_id not in found
+
+
 Polled = Tuple[Dict[str, float], List[Dict[str, Any]], Dict[str, float]]
 
 

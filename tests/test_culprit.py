@@ -278,6 +278,36 @@ def test_an_array_grown_by_concatenation_gets_the_trim_hint(
     assert c.fix_hint is not None and hint_word in c.fix_hint
 
 
+def test_a_trie_that_keeps_branching_is_named_by_the_holder_of_the_tree() -> None:
+    # GIVEN the nodes of a trie watched at several depths below `main:index._root`, each
+    # filling a few dozen children, while the heap gains dicts census after census
+    root = "main:index._root"
+    coupon = root + "".join(f"[{c!r}]" for c in "coupon ")
+    order = root + "".join(f"[{c!r}]" for c in "track order 4")
+    entries = [
+        census(5, containers=[], types={"dict": {"count": 1000}}),
+        census(
+            25,
+            containers=[box(coupon, 20, 2, "dict", "dict"), box(order, 6, 1, "dict", "dict")],
+            types={"dict": {"count": 21_000}},
+        ),
+        census(
+            205,
+            containers=[box(coupon, 36, 2, "dict", "dict"), box(order, 10, 1, "dict", "dict")],
+            types={"dict": {"count": 201_000}},
+        ),
+    ]
+    c = culprit_for("rss_bytes", build_profile(entries))
+    # THEN the finding names the tree's holder, not one of its nodes, with the heap's rate
+    assert c is not None and c.holder == root and c.pattern == "growing tree"
+    assert "gains 1,000 `dict` per step" in c.sentence
+    assert c.fix_hint is not None and "trie" in c.fix_hint
+    # AND a dict of lists one level down (shards filled in turn) is no tree
+    shards = [box(f"main:samples[{k}]", 50, 1, "float", "list") for k in range(3)]
+    entries = [census(5, containers=[]), census(205, containers=shards)]
+    assert build_profile(entries).tree() is None
+
+
 def test_one_jump_in_graph_roots_is_not_a_retained_graph() -> None:
     # GIVEN graph roots that jumped once between two censuses (an episode's own graphs, gone
     # at exit) while a list of records grows steadily

@@ -280,6 +280,42 @@ class Profile:
                 best = merged
         return best
 
+    def tree(self) -> Optional[Container]:
+        """The top of a tree of nested dicts that keeps branching (a trie: ``index._root['c']
+        ['o']…``): the growing containers hang at different depths below one holder, and
+        each fills only a little (a node's children are few). Named by the holder the
+        tree hangs from; its rate is the heap's gain of the nodes' type."""
+        groups: Dict[str, List[Container]] = {}
+        for c in self.containers:
+            top, depth = c.holder, 0
+            while top.endswith("]") and "[" in top:
+                top, depth = top[: top.rindex("[")], depth + 1
+            if depth >= 2 and not c.scalar and top and not top.endswith("?"):
+                groups.setdefault(top, []).append(c)
+        best: Optional[Container] = None
+        for top, boxes in groups.items():
+            levels = {b.holder.count("[") for b in boxes}
+            rate = self.type_rate(boxes[0].type)
+            if len(boxes) < 2 or len(levels) < 2 or rate <= 0:
+                continue
+            if any(b.type != boxes[0].type for b in boxes):
+                continue
+            cut = boxes[0].holder.count("[") - top.count("[")
+            merged = Container(
+                holder=top,
+                type=f"tree of nested {boxes[0].type}s",
+                len=sum(b.len for b in boxes),
+                per_step=rate,
+                growth=sum(max(b.growth, 0) for b in boxes),
+                elem_types=[boxes[0].type],
+                chain=list(boxes[0].chain[:-cut]) if cut > 0 else list(boxes[0].chain),
+                complete=all(b.complete for b in boxes),
+                bytes=None,
+            )
+            if best is None or merged.per_step > best.per_step:
+                best = merged
+        return best
+
     def container_of(self, type_name: str) -> Optional[Container]:
         """The fastest-growing container whose last items are of this type."""
         tensor = type_name == "torch.Tensor"

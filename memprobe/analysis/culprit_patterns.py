@@ -20,6 +20,7 @@ from memprobe.analysis.hints import (
     HINT_MODULE,
     HINT_NUMPY,
     HINT_OBJECTS,
+    HINT_TREE,
 )
 from memprobe.analysis.series import container_holder
 from memprobe.analysis.wording import fmt_count
@@ -41,6 +42,7 @@ def culprit_for(signal: str, prof: Profile) -> Optional[Culprit]:
         box = next((b for b in prof.containers if b.holder == holder), None)
         if prof.active is not None and holder not in prof.active:
             box = None  # its own length series says it stopped: not what keeps growing
+        box = _in_tree(prof, box) if box is not None else None
         return _container(prof, box) if box is not None else primary(prof)
     if signal.startswith("objects:"):
         return _of_type(prof, signal[len("objects:") :])
@@ -81,7 +83,7 @@ def primary(prof: Profile) -> Optional[Culprit]:
         c = fn(prof)
         if c is not None:
             return c
-    box = prof.top_container() or prof.filled_in_turn()
+    box = _in_tree(prof, prof.top_container()) or prof.filled_in_turn()
     if box is not None:
         return _container(prof, box)
     grown = growing_tensor(prof)
@@ -174,6 +176,8 @@ def _kind(prof: Profile, type_name: str, key: str, hint: str) -> Optional[Culpri
 
 
 def _container(prof: Profile, box: Container) -> Culprit:
+    if box.type.startswith("tree of"):
+        return _tree(prof, box)
     elem = box.elem_types[0] if box.elem_types else None
     if elem is not None and _is_tensor(elem):
         graph = graph_culprit(prof)
@@ -216,6 +220,33 @@ def _container(prof: Profile, box: Container) -> Culprit:
         f"`{box.holder}` (a {box.type}) gains {fmt_count(box.per_step)} {what} per {prof.per} "
         f"({box.len:,} now).",
         ev,
+        box,
+    )
+
+
+def _in_tree(prof: Profile, box: Optional[Container]) -> Optional[Container]:
+    """The tree of nested dicts a growing container is a node of (a trie's node fills up to
+    a few dozen children: the tree is what grows), else the container itself; with no
+    container, the tree alone."""
+    tree = prof.tree()
+    if tree is not None and (box is None or box.holder.startswith(tree.holder + "[")):
+        return tree
+    return box
+
+
+def _tree(prof: Profile, box: Container) -> Culprit:
+    node = box.elem_types[0] if box.elem_types else "dict"
+    return make_culprit(
+        prof,
+        node,
+        box.holder,
+        False,
+        "growing tree",
+        HINT_TREE,
+        f"`{box.holder}` (a {box.type}) keeps branching: nodes at several depths below it "
+        f"gain items census after census, and the process gains {fmt_count(box.per_step)} "
+        f"`{node}` per {prof.per}.",
+        evidence_of(per_step=box.per_step, container_type=box.type),
         box,
     )
 

@@ -44,6 +44,10 @@ HINT_DETACH = (
     "boundary (`h = h.detach()`, `running = running.detach()`)"
 )
 HINT_CONTAINER = "clear it once used, or bound it: `collections.deque(maxlen=N)`"
+HINT_TREE = (
+    "a tree of dicts (a trie, a nested index) that gains a branch for every new key: bound "
+    "it (prune rare branches, cap its size) or normalise keys that never repeat (ids, codes)"
+)
 HINT_GROWING_TENSOR = (
     "one tensor is rebuilt longer every step (`bank = torch.cat([bank, x])`): keep only the "
     "last N rows (`bank = bank[-N:]`) or fill a preallocated ring buffer in place"

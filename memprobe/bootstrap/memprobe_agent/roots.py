@@ -41,6 +41,9 @@ USER_DEPTH = 3
 # of its own: a framework keeps the user's objects a few levels down
 # (``main:trainer.callback_handler.callbacks[0].history``, ``main:trainer.lightning_module``)
 DEEP_DEPTH = 7
+# and below that depth, down a tree of dicts only (a trie, a nested index: ``index._root['c']
+# ['o']['u']…``), this deep: every node a dict, each a dict value of the one above
+TREE_DEPTH = 32
 MAX_ITEMS = 2000  # items looked at per container on the way down
 MAX_NODES = 100_000
 _DICTS = (dict, collections.OrderedDict, collections.defaultdict)
@@ -87,7 +90,9 @@ def search(targets: Set[int], deadline: float) -> Dict[int, Dict[str, Any]]:
     for label, origin, items in starts:
         if time.perf_counter() > deadline or budget[0] <= 0:
             break
-        _walk_items(label, origin, items, DEEP_DEPTH, targets, found, seen, budget, deadline)
+        _walk_items(
+            label, origin, items, DEEP_DEPTH, targets, found, seen, budget, deadline, TREE_DEPTH
+        )
         if len(found) == len(targets):
             return found
     # other modules' globals, one level: compare ids in C, build no item lists
@@ -188,7 +193,10 @@ def _walk_items(
     seen: Set[int],
     budget: List[int],
     deadline: float,
+    tree_depth: int = 0,
 ) -> None:
+    """Breadth first from ``items`` down to ``depth``; then, to ``tree_depth``, only down
+    dicts that are values of dicts (a tree of dicts)."""
     # (value, path, anchor): the path from the root is a linked chain of (step, parent) pairs,
     # made into a list only for what is found (a walk through a list of a few thousand small
     # lists queues tens of thousands of children: copying each one's path cost a census a
@@ -197,7 +205,9 @@ def _walk_items(
     level: List[Tuple[Any, Any, Any]] = [
         (value, (step, None), None) for step, value in items if not _atomic(value)
     ]
-    for d in range(depth):
+    limit = max(depth, tree_depth)
+    for d in range(limit):
+        tree = d >= depth - 1  # past the ordinary depth: dicts in dicts only
         nxt: List[Tuple[Any, Any, Any]] = []
         for value, path, anchor in level:
             vid = id(value)
@@ -205,7 +215,9 @@ def _walk_items(
                 found[vid] = _found(label, origin, _steps(path), anchor)
                 if len(found) == len(targets):
                     return
-            if vid in seen or d == depth - 1 or budget[0] <= 0:
+            if vid in seen or d == limit - 1 or budget[0] <= 0:
+                continue
+            if tree and type(value) not in _DICTS:
                 continue
             seen.add(vid)
             budget[0] -= 1
@@ -214,6 +226,8 @@ def _walk_items(
                 anchor = (value, d + 1)
             # atoms are never a target and have nothing below them: not queued at all
             for step, child in kids:
+                if tree and type(child) not in _DICTS:
+                    continue
                 atom = _ATOMIC.get(type(child))
                 if not (_atomic(child) if atom is None else atom):
                     nxt.append((child, (step, path), anchor))
