@@ -285,3 +285,25 @@ def test_a_watched_object_the_census_names_is_one_finding_named_both_ways() -> N
     # AND the other watched object keeps a finding of its own under its given name
     other = next(f for f in out if f is not main)
     assert other.holder == "best" and other.signals == ["watch:best:len"]
+
+
+def test_a_sampled_size_above_all_the_process_holds_is_not_claimed() -> None:
+    # GIVEN an lru_cache on a method: every key holds `self`, a catalog of 1.5 MiB shared by
+    # thousands of keys, so the agent's sampled size of the cache (each sample counting the
+    # catalog, scaled by the cache's length) came out at 283 GiB in a process of 576 MiB
+    holder = ("__main__.ShardCatalog.item_vector.<lru_cache>", "torch.Tensor")
+    cache = finding(
+        "container:__main__.ShardCatalog.item_vector.<lru_cache>:len",
+        *holder,
+        "unbounded container",
+        container_bytes=283 * 2**30,
+    )
+    uss = finding("uss_bytes", *holder, "unbounded container", growth=227 * MIB)
+    uss.evidence["last_value"] = 576 * MIB
+    out = group_findings([cache, uss])
+    # THEN the finding says what the process' memory gained, not the impossible size
+    assert len(out) == 1 and out[0].retained_bytes == 227 * MIB
+    assert "GiB" not in out[0].explanation
+    # AND a size within what the process holds still stands
+    cache.evidence["container_bytes"] = 300 * MIB
+    assert group_findings([cache, uss])[0].retained_bytes == 300 * MIB

@@ -197,6 +197,11 @@ def _rate(f: Finding) -> str:
 def _retained(members: List[Finding], named: Optional[Finding], sole: bool) -> Optional[float]:
     direct = named.evidence.get("container_bytes") if named else None
     best = float(direct) if isinstance(direct, (int, float)) and direct > 0 else None
+    whole = _held_now(members)
+    if best is not None and whole is not None and best > whole:
+        # a sampled size above all the process holds is no size: a big object shared by
+        # many items (an lru_cache's ``self`` in every key) was counted once per sample
+        best = None
     if sole:
         # what the process' memory gained since the leak began, host and device added
         host = _growth(f for f in members if f.signal in _MEMORY_ORDER)
@@ -208,6 +213,18 @@ def _retained(members: List[Finding], named: Optional[Finding], sole: bool) -> O
         if host is not None or device:
             best = max(best or 0.0, (host or 0.0) + device)
     return best
+
+
+def _held_now(members: List[Finding]) -> Optional[float]:
+    """All the process holds at the end, host memory and device memory added (None when
+    no memory signal is among the members)."""
+    host = [f for f in members if f.signal in _MEMORY_ORDER]
+    device = [f for f in members if _DEVICE_MEMORY.match(f.signal) and f.signal.startswith("cuda:")]
+    lasts = [(f, f.evidence.get("last_value")) for f in host + device]
+    known = [(f, float(v)) for f, v in lasts if isinstance(v, (int, float)) and v > 0]
+    if not any(f in host for f, _ in known):
+        return None
+    return max(v for f, v in known if f in host) + sum(v for f, v in known if f in device)
 
 
 def _growth(members: Iterable[Finding]) -> Optional[float]:
