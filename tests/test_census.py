@@ -222,6 +222,42 @@ def test_a_node_deep_in_a_tree_of_dicts_is_named_from_the_tree_s_holder() -> Non
     assert items_id not in found
 
 
+def test_a_list_in_a_worker_threads_threading_local_is_named_by_its_attribute() -> None:
+    import threading
+
+    # GIVEN a tracer whose spans live in a threading.local: each pool thread has its own list
+    mod: Any = types.ModuleType("tls_demo")
+    mod.__file__ = "/srv/project/tls_demo.py"  # the target's own code, not a library
+    mod.tracer = types.SimpleNamespace(_local=threading.local())
+    made, done = threading.Barrier(3), threading.Event()
+    ids: List[int] = []
+
+    def worker() -> None:
+        mod.tracer._local.spans = [{"t0": 0.0}] * 5
+        ids.append(id(mod.tracer._local.spans))
+        made.wait()
+        done.wait()
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for t in threads:
+        t.start()
+    made.wait()
+    sys.modules["tls_demo"] = mod
+    try:
+        # WHEN the holder search runs in another thread (as the agent's does)
+        found = roots.search(set(ids), time.perf_counter() + FAR)
+        again = {id(holders.resolve(found[i]["path"])) for i in ids}
+    finally:
+        del sys.modules["tls_demo"]
+        done.set()
+        for t in threads:
+            t.join()
+    # THEN both threads' lists are named as the code reads them
+    assert [found[i]["holder"] for i in ids] == ["tls_demo.tracer._local.spans"] * 2
+    # AND each is found again by its path between censuses, each thread's own
+    assert again == set(ids)
+
+
 Polled = Tuple[Dict[str, float], List[Dict[str, Any]], Dict[str, float]]
 
 

@@ -10,11 +10,13 @@ through the ``__dict__`` slot descriptor of the object's type, never
 
 from __future__ import annotations
 
+import _thread
 import collections
 import gc
 import sys
 import time
 import types
+import weakref
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from .census import CONTAINER_TYPES
@@ -34,11 +36,12 @@ _SKIP = (
 )
 # ("key", k) | ("attr", name) | ("index", i) | ("dictof", None) | ("closure", name)
 # | ("default", name) | ("genlocal", name) | ("classattr", name) | ("lrucache", None)
-# | ("lruitem", None): a key or result an lru_cache holds
+# | ("lruitem", None): a key or result an lru_cache holds | ("tls", (i, name)): an attribute of
+# a ``threading.local`` in the i-th thread that set one (see thread_local_dicts)
 Step = Tuple[str, Any]
 # steps that lead to the same object again later (positions in a sequence do not)
 FOLLOWABLE = frozenset(
-    ["key", "attr", "dictof", "closure", "default", "genlocal", "classattr", "lrucache"]
+    ["key", "attr", "dictof", "closure", "default", "genlocal", "classattr", "lrucache", "tls"]
 )
 # hook dicts a tensor keeps in C (``register_hook`` adds to them), read through the C getters
 # of torch's TensorBase: no Python code of the target runs
@@ -116,7 +119,6 @@ def _generator_root(gen: Any, child: Any, steps: List[Step]) -> Dict[str, Any]:
     """A suspended generator holds it in a local: named ``file:function:local`` like a
     function's local, followed later from the generator itself."""
     import os
-    import weakref
 
     from . import frames
 
@@ -152,6 +154,8 @@ def _render(root: str, steps: List[Step]) -> Tuple[str, List[str]]:
             part = ".<lru_cache>"
         elif kind == "lruitem":
             part = ".<lru_cache>[…]"
+        elif kind == "tls":
+            part = f".{value[1]}"  # as the code reads it (``self._local.spans``), one thread's
         elif kind == "index":
             part = f"[{value}]"
         else:
@@ -327,9 +331,30 @@ def follow(obj: Any, steps: List[List[Any]]) -> Any:
             obj = frames.read_local(frame, value, whose) if frame is not None else None
         elif kind == "classattr" and type in mro(type(obj)):
             obj = type_dict(obj).get(value)
+        elif kind == "tls" and _thread._local in mro(type(obj)):
+            per_thread = thread_local_dicts(obj)
+            i, name = value
+            obj = per_thread[i].get(name) if i < len(per_thread) else None
         else:
             return None
     return obj
+
+
+def thread_local_dicts(local: Any) -> List[Dict[Any, Any]]:
+    """A ``threading.local``'s attribute dicts, one per thread that set an attribute, in the
+    order those threads first did. Read from inside, each thread sees its own only (the
+    agent's thread: none); the object keeps them in a dict keyed by weak references, which
+    its C traversal hands to the collector (``gc.get_referents``: no Python code runs)."""
+    out: List[Dict[Any, Any]] = []
+    for ref in gc.get_referents(local):
+        if type(ref) is not dict:
+            continue
+        try:
+            items = list(ref.items())
+        except RuntimeError:  # a thread started or ended under us
+            continue
+        out.extend(d for k, d in items if type(k) is weakref.ReferenceType and type(d) is dict)
+    return out
 
 
 def _function_part(fn: types.FunctionType, kind: str, name: Any) -> Any:

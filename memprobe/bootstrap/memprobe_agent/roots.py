@@ -19,6 +19,7 @@ generators: no ``getattr``, no property, no target code.
 
 from __future__ import annotations
 
+import _thread
 import collections
 import gc
 import time
@@ -28,7 +29,7 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from . import frames
 from .census import CONTAINER_TYPES
-from .holders import FOLLOWABLE, Step, c_fields, result
+from .holders import FOLLOWABLE, Step, c_fields, result, thread_local_dicts
 from .lrucache import LRU_WRAPPER, lru_cache_dict
 from .typeinfo import instance_dict, mro, type_dict
 from .userroots import LIBS, USER, Start, frame_roots, modules
@@ -309,9 +310,20 @@ def _children(value: Any) -> List[Tuple[Step, Any]]:
     if LRU_WRAPPER is not None and cls is LRU_WRAPPER:
         cache = lru_cache_dict(value)
         return [(("lrucache", None), cache)] if cache is not None else []
+    if _thread._local in mro(cls):
+        return _thread_local_children(value)
     d = instance_dict(value)
     kids = [(("attr", k), v) for k, v in _dict_items(d)] if d is not None else []
     return kids + [(("attr", k), v) for k, v in c_fields(value)]
+
+
+def _thread_local_children(local: Any) -> List[Tuple[Step, Any]]:
+    """A ``threading.local``'s attributes in every thread that set them (the agent's own
+    thread would see none through the object)."""
+    out: List[Tuple[Step, Any]] = []
+    for i, per_thread in enumerate(thread_local_dicts(local)):
+        out.extend((("tls", (i, k)), v) for k, v in _dict_items(per_thread) if isinstance(k, str))
+    return out
 
 
 def function_children(fn: types.FunctionType) -> List[Tuple[Step, Any]]:
