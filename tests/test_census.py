@@ -258,6 +258,28 @@ def test_a_list_in_a_worker_threads_threading_local_is_named_by_its_attribute() 
     assert again == set(ids)
 
 
+def test_the_registry_of_weakref_finalize_is_named() -> None:
+    import weakref
+
+    class Staging:
+        def release(self) -> None:
+            pass
+
+    # GIVEN objects registered with weakref.finalize through their own bound method (which
+    # keeps each alive in the registry a class of the standard library holds)
+    kept = [Staging() for _ in range(3)]
+    finalizers = [weakref.finalize(obj, obj.release) for obj in kept]
+    registry = id(vars(weakref.finalize)["_registry"])  # (no local of this test names it)
+    try:
+        found = roots.search({registry}, time.perf_counter() + FAR)
+        # THEN it is named where a person would look it up, and found again by that path
+        assert found[registry]["holder"] == "weakref.finalize._registry"
+        assert id(holders.resolve(found[registry]["path"])) == registry
+    finally:
+        for f in finalizers:
+            f.detach()
+
+
 Polled = Tuple[Dict[str, float], List[Dict[str, Any]], Dict[str, float]]
 
 

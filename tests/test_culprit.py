@@ -308,6 +308,19 @@ def test_a_trie_that_keeps_branching_is_named_by_the_holder_of_the_tree() -> Non
     assert build_profile(entries).tree() is None
 
 
+def test_the_finalize_registry_growing_gets_the_bound_method_hint() -> None:
+    registry = "weakref.finalize._registry"
+    info = "weakref.finalize._Info"
+    entries = [
+        census(5, containers=[]),
+        census(25, containers=[box(registry, 400, 20, info, "dict")]),
+        census(205, containers=[box(registry, 3000, 20, info, "dict")]),
+    ]
+    c = culprit_for("rss_bytes", build_profile(entries))
+    assert c is not None and c.holder == registry
+    assert c.fix_hint is not None and "bound method" in c.fix_hint
+
+
 def test_one_jump_in_graph_roots_is_not_a_retained_graph() -> None:
     # GIVEN graph roots that jumped once between two censuses (an episode's own graphs, gone
     # at exit) while a list of records grows steadily

@@ -13,6 +13,7 @@ from memprobe.analysis.culprit_tensors import graph_culprit, growing_tensor, ten
 from memprobe.analysis.hints import (
     HINT_CONTAINER,
     HINT_FIGURE,
+    HINT_FINALIZE,
     HINT_GROWING_ARRAY,
     HINT_GROWING_TENSOR,
     HINT_HOOKS,
@@ -30,6 +31,7 @@ PYPLOT_FIGURES = "matplotlib.pyplot's open figures (Gcf.figs)"
 FIGURE = "matplotlib.figure.Figure"
 NDARRAY = wire.NDARRAY
 SCALARS = wire.SCALAR_TYPES
+FINALIZE_REGISTRY = "weakref.finalize._registry"  # named so by the agent (roots.py)
 
 
 def culprit_for(signal: str, prof: Profile) -> Optional[Culprit]:
@@ -195,6 +197,8 @@ def _container(prof: Profile, box: Container) -> Culprit:
         hint = HINT_MODULE
     elif box.holder.endswith(".<lru_cache>"):
         hint = HINT_LRU
+    elif box.holder == FINALIZE_REGISTRY:
+        hint = HINT_FINALIZE
     elif box.holder.endswith(("._backward_hooks", "._post_accumulate_grad_hooks")):
         hint = HINT_HOOKS
     else:

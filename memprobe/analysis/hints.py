@@ -44,6 +44,12 @@ HINT_DETACH = (
     "boundary (`h = h.detach()`, `running = running.detach()`)"
 )
 HINT_CONTAINER = "clear it once used, or bound it: `collections.deque(maxlen=N)`"
+HINT_FINALIZE = (
+    "a `weakref.finalize(obj, func, *args)` stays registered until `obj` dies, and a `func` or "
+    "argument that refers to `obj` (a bound method `obj.release`, a closure over it) keeps "
+    "`obj` alive for good: pass a plain function and only what it frees "
+    "(`weakref.finalize(self, release, self.handle)`)"
+)
 HINT_TREE = (
     "a tree of dicts (a trie, a nested index) that gains a branch for every new key: bound "
     "it (prune rare branches, cap its size) or normalise keys that never repeat (ids, codes)"
