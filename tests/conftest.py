@@ -54,7 +54,7 @@ def load(path: Path) -> Dict[str, Any]:
 
 
 def main_process(record: Dict[str, Any]) -> Dict[str, Any]:
-    mains = [p for p in record["processes"] if p["role"] == "main"]
+    mains: List[Dict[str, Any]] = [p for p in record["processes"] if p["role"] == "main"]
     assert mains, f"no main process in {[p['role'] for p in record['processes']]}"
     return mains[0]
 
@@ -67,7 +67,7 @@ def schema() -> Dict[str, Any]:
 
 
 def validate(record: Dict[str, Any], schema: Dict[str, Any]) -> None:
-    import jsonschema
+    import jsonschema  # type: ignore[import-untyped]
 
     jsonschema.validate(record, schema)
 

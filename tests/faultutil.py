@@ -41,7 +41,7 @@ def wait_for(cond: Callable[[], bool], timeout: float = 30.0, what: str = "condi
 
 
 def wait_ready(
-    ready: Path, proc: Optional[subprocess.Popen[str]] = None, timeout: float = 30.0
+    ready: Path, proc: Optional[subprocess.Popen[Any]] = None, timeout: float = 30.0
 ) -> int:
     """The target's pid, once it has written its ready file (20 steps done)."""
 

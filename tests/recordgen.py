@@ -18,6 +18,7 @@ from memprobe.record import (
     Finding,
     Limits,
     Process,
+    Projection,
     RunRecord,
     Series,
     Signals,
@@ -89,7 +90,7 @@ def _finding(
     pid: int, signal: str, s: SignalSummary, last: float, limit: int, hostile: bool, steps: int
 ) -> Finding:
     slope = float(s.slope_per_step or 0.0)
-    proj: Optional[Dict[str, Any]] = None
+    proj: Optional[Projection] = None
     if signal.endswith("bytes") and slope > 0:
         step = int(steps + (limit - last) / slope)
         proj = {"step": step, "t_s": step * STEP_S, "limit_bytes": limit}

@@ -48,7 +48,8 @@ def _warmup(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 def _plateau(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     stop = rng.uniform(0.1, 0.5) * len(x)  # growth stopped at least half the run ago
-    return np.minimum(x, stop) / stop
+    out: np.ndarray = np.minimum(x, stop) / stop
+    return out
 
 
 def _sawtooth(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -73,7 +74,8 @@ def _cyclic_gc(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 def _random_walk(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    return np.cumsum(rng.normal(0.0, 1.0, len(x))) / np.sqrt(len(x))
+    walk: np.ndarray = np.cumsum(rng.normal(0.0, 1.0, len(x))) / np.sqrt(len(x))
+    return walk
 
 
 def _spikes(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -94,7 +96,8 @@ def _long_warmup(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 def _late_plateau(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     stop = rng.uniform(0.5, 0.62) * len(x)  # a cache that filled in the second half
-    return np.minimum(x, stop) / stop
+    out: np.ndarray = np.minimum(x, stop) / stop
+    return out
 
 
 def _ar1(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple, cast
 
 import numpy as np
 import pytest
@@ -21,7 +21,7 @@ from memprobe.analysis import (
 from memprobe.analysis.census_growth import items_bytes_rate
 from memprobe.analysis.trend import sawtooth_floor
 from memprobe.analysis.warmup import detect_warmup
-from memprobe.record import ExitInfo, Limits, Process, RunRecord, Series
+from memprobe.record import CensusEntry, ExitInfo, Limits, Process, RunRecord, Series
 
 STEPS = np.arange(200.0)
 
@@ -199,6 +199,7 @@ def test_analyze_fills_findings_verdict_signals_and_projection() -> None:
     assert first.projected_oom["limit_bytes"] == 8 * 2**30
     assert first.projected_oom["step"] == pytest.approx(7 * 1024, rel=0.01)
     # seconds follow the observed step rate (20 steps/s)
+    assert first.projected_oom["step"] is not None
     assert first.projected_oom["t_s"] == pytest.approx(first.projected_oom["step"] * 0.05, rel=0.02)
     assert "limit" in first.explanation and first.evidence["n"] > 0
     graph = next(f for f in a.findings if f.signal == "tensors:grad_fn_count")
@@ -547,7 +548,7 @@ def test_unclear_rss_holds_no_verdict_back_once_uss_is_judged_flat() -> None:
     assert run_verdict(_deciding(verdicts)) == "leak"
 
 
-def _census_bytes(points: List[tuple]) -> List[Dict[str, Any]]:
+def _census_bytes(points: List[Tuple[int, float]]) -> List[Dict[str, Any]]:
     return [{"step": s, "tensors": {"bytes_by_device": {"cpu": b}}} for s, b in points]
 
 
@@ -676,7 +677,7 @@ def test_a_graph_carried_over_several_censuses_backs_a_steady_rise() -> None:
 
     def with_census(kept: List[int]) -> RunRecord:
         record = _record({"rss_bytes": rss})
-        census: List[Dict[str, Any]] = [{"step": 5, "t": 0.25, "graphs": {"nodes": 60}}]
+        census: List[CensusEntry] = [{"step": 5, "t": 0.25, "graphs": {"nodes": 60}}]
         for i, k in enumerate(kept):
             carried = [{"holder": "main:total_loss", "kept": k, "node": "AddBackward0"}]
             census.append({"step": 25 * 4**i, "t": 1.25 * 4**i, "graphs": {"carried": carried}})
@@ -906,7 +907,7 @@ def test_a_count_cleared_once_and_filling_again_is_no_leak_until_it_climbs_past_
 
 def _replay_census(
     pairs: List[Any], maxlen: int = 3000, holder: str = "dqn.py:main:replay"
-) -> List[Dict[str, Any]]:
+) -> List[CensusEntry]:
     return [
         {
             "step": step,
@@ -957,7 +958,10 @@ def test_memory_rising_while_a_bounded_deque_fills_waits_for_the_fill() -> None:
     for k, entry in enumerate(many.processes[0].census):
         entry["containers"] = [
             {"holder": "dqn.py:main:replay", "len": 2 + k, "maxlen": None},
-            {**entry["containers"][0], "holder": "dqn.py:main:replay[0].lines"},
+            {
+                **cast(Dict[str, Any], entry["containers"][0]),
+                "holder": "dqn.py:main:replay[0].lines",
+            },
         ]
     assert analyze(many).verdict == "leak"
 

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow  # they read the corpus runs (conftest.corpus_runs
 
 
 def _top_leak(record: Dict[str, Any]) -> Dict[str, Any]:
-    leaks = [f for f in record["findings"] if f["verdict"] == "leak"]
+    leaks: List[Dict[str, Any]] = [f for f in record["findings"] if f["verdict"] == "leak"]
     if not leaks:  # say why, for a run that came out short (a loaded machine, a fast one)
         why = {
             name: (s.get("verdict"), s.get("n"), s.get("reason"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Callable, Dict
+from typing import Any, Callable, Dict
 
 import pytest
 
@@ -74,10 +74,10 @@ def _garbage_run_dir(tmp: Path) -> Path:
 def _mistyped(field: str, value: object) -> Callable[[Path], Path]:
     def make(tmp: Path) -> Path:
         data = json.loads(_good(tmp).read_text())
-        target: Dict[str, object] = data
+        target: Any = data
         *outer, last = field.split(".")
         for key in outer:
-            target = target[key] if not key.isdigit() else target[int(key)]  # type: ignore[index]
+            target = target[key] if not key.isdigit() else target[int(key)]
         target[last] = value
         path = tmp / f"mistyped-{field}.json"
         path.write_text(json.dumps(data))

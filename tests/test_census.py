@@ -146,8 +146,8 @@ def test_census_and_holders_run_no_target_code() -> None:
     try:
         # WHEN a census runs and holders are looked for
         res = _take()
-        roots.search({id(mod.items)}, time.perf_counter() + FAR)  # type: ignore[attr-defined]
-        holders.find_holders([mod.items], time.perf_counter() + 1.0, set())  # type: ignore[attr-defined]
+        roots.search({id(mod.items)}, time.perf_counter() + FAR)
+        holders.find_holders([mod.items], time.perf_counter() + 1.0, set())
         del res
     finally:
         del sys.modules["tripwire_mod"]
@@ -171,7 +171,7 @@ def test_holder_paths_from_recognisable_roots() -> None:
     sys.modules["holders_demo"] = mod
     history = [0] * 5  # a frame local
     try:
-        want = [id(mod.losses), id(trainer.actor_losses), id(history)]  # type: ignore[attr-defined]
+        want = [id(mod.losses), id(trainer.actor_losses), id(history)]
         found = roots.search(set(want), time.perf_counter() + FAR)
         by_class = holders.find_holders([Registry.entries], time.perf_counter() + FAR, set())
         again = holders.resolve(found[want[1]]["path"])
@@ -374,7 +374,7 @@ def test_a_slow_list_gets_a_slot_beside_a_new_objects_fresh_dicts() -> None:
             # five records (new to the tracker: it was too short before)
             mod.optimizer = Opt()  # type: ignore[attr-defined]
             if fold == 2:
-                mod.fold_results.extend({"fold": f} for f in range(1, 5))  # type: ignore[attr-defined]
+                mod.fold_results.extend({"fold": f} for f in range(1, 5))
             census_now = _take()
             _, entries = tracker.update(
                 census_now["containers"],
@@ -492,7 +492,7 @@ def test_looks_before_the_first_step_count_against_the_fixed_step_looks() -> Non
         exp = Expensive(agent)
         taken: List[int] = []
 
-        def census(step: Any, now: float, extra: Any) -> None:
+        def census(step: Any, now: float, tm_result: Any) -> None:
             taken.append(step)
             exp.census_cpu_s += cost
             exp.budget.charge("census", cost, now)
@@ -523,13 +523,25 @@ class _Monitor:
         self.window = window
 
 
+def _censuses_growing(grow: Callable[[int], None]) -> Tuple[Any, Dict[str, Any]]:
+    """An agent's censuses at steps 5, 25 and 45, ``grow(40)`` between them: the census
+    taker and the last census' message."""
+    from memprobe.bootstrap.memprobe_agent.expensive import Expensive
+
+    exp = Expensive(FakeAgent())
+    exp._census(5, time.monotonic(), None)
+    grow(40)
+    exp._census(25, time.monotonic(), None)
+    grow(40)
+    exp._census(45, time.monotonic(), None)
+    return exp, [m for m in exp.agent.messages if m["k"] == "census"][-1]
+
+
 def test_an_array_a_loop_grows_by_concatenation_is_watched_by_its_holder() -> None:
     import gc
     import weakref
 
     import numpy as np
-
-    from memprobe.bootstrap.memprobe_agent.expensive import Expensive
 
     # GIVEN a monitor whose window array is rebuilt longer every step (an ndarray is no gc
     # object: no census lists it, and every step makes a new one)
@@ -548,13 +560,7 @@ def test_an_array_a_loop_grows_by_concatenation_is_watched_by_its_holder() -> No
         mod.filled = ring[:, : mod.filled.shape[1] + 256 * blocks]
 
     try:
-        exp = Expensive(FakeAgent())
-        exp._census(5, time.monotonic(), None)
-        grow(40)
-        exp._census(25, time.monotonic(), None)
-        grow(40)
-        exp._census(45, time.monotonic(), None)
-        census = [m for m in exp.agent.messages if m["k"] == "census"][-1]
+        exp, census = _censuses_growing(grow)
         # THEN it is watched under its holder, its length its element count, its bytes
         # its buffer's
         holder = "window_demo.monitor.window"
@@ -583,7 +589,6 @@ def test_a_tensor_a_loop_grows_by_torch_cat_is_watched_by_its_holder() -> None:
     import weakref
 
     torch = pytest.importorskip("torch")
-    from memprobe.bootstrap.memprobe_agent.expensive import Expensive
 
     # GIVEN a drift monitor whose bank is rebuilt longer every window (a new tensor each time:
     # no identity to follow), beside a preallocated ring's filled part (a view) and a big
@@ -603,13 +608,7 @@ def test_a_tensor_a_loop_grows_by_torch_cat_is_watched_by_its_holder() -> None:
         mod.weight = torch.nn.Parameter(torch.zeros(mod.weight.shape[0] + 256 * blocks, 64))
 
     try:
-        exp = Expensive(FakeAgent())
-        exp._census(5, time.monotonic(), None)
-        grow(40)
-        exp._census(25, time.monotonic(), None)
-        grow(40)
-        exp._census(45, time.monotonic(), None)
-        census = [m for m in exp.agent.messages if m["k"] == "census"][-1]
+        exp, census = _censuses_growing(grow)
         # THEN it is watched under its holder, its length its element count
         holder = "bank_demo.monitor.window"
         size = mod.monitor.window.nelement()
@@ -656,7 +655,7 @@ def test_a_census_on_a_huge_heap_is_bounded_and_says_so() -> None:
 
     agent = FakeAgent(census_max_objects=100_000)
     exp = Expensive(agent)
-    heap = [[] for _ in range(400_000)]
+    heap: List[List[Any]] = [[] for _ in range(400_000)]
     exp.on_step(5, time.monotonic())
     census_msg = next(m for m in agent.messages if m["k"] == "census")
     assert census_msg["stride"] >= 4
@@ -689,14 +688,14 @@ def test_a_list_of_graph_holding_tensors_counts_its_graphs() -> None:
         tracker.update(first["containers"], first["lengths"], 1, time.perf_counter() + FAR, set())
         del first
         # GIVEN loss tensors appended with their graphs (and one detached)
-        mod.losses.extend(lin(torch.randn(2, 3)).sum() for _ in range(10))  # type: ignore[attr-defined]
-        mod.losses.append(torch.zeros(()))  # type: ignore[attr-defined]
+        mod.losses.extend(lin(torch.randn(2, 3)).sum() for _ in range(10))
+        mod.losses.append(torch.zeros(()))
         second = _take()
         v, _ = tracker.update(
             second["containers"], second["lengths"], 11, time.perf_counter() + FAR, set()
         )
         del second
-        mod.losses.append(lin(torch.randn(2, 3)).sum())  # type: ignore[attr-defined]
+        mod.losses.append(lin(torch.randn(2, 3)).sum())
         polled = tracker.poll()
     finally:
         del sys.modules["graphs_demo"]
@@ -804,7 +803,7 @@ def test_an_lru_caches_bound_is_its_maxsize_and_only_the_cache_has_it() -> None:
 
 
 def _grew_at(state: Any, step: int, entries: List[Dict[str, Any]]) -> Dict[str, bool]:
-    return expensive.Expensive._grew(state, {}, entries, step)  # type: ignore[arg-type]
+    return expensive.Expensive._grew(state, {}, entries, step)
 
 
 def test_a_tracemalloc_window_only_for_heavy_growth_sustained_over_two_censuses() -> None:
@@ -881,12 +880,12 @@ def test_a_list_at_the_address_of_one_set_aside_is_still_watched() -> None:
         address = id(junk)
         del junk
         mod.outputs = []  # type: ignore[attr-defined]
-        if id(mod.outputs) != address:  # type: ignore[attr-defined]
+        if id(mod.outputs) != address:
             pytest.skip("this interpreter did not reuse the address")
         # WHEN it grows past what the set-aside one held, census after census
         entries: List[Dict[str, Any]] = []
         for step in (100, 200, 300):
-            mod.outputs.extend({"row": i} for i in range(12))  # type: ignore[attr-defined]
+            mod.outputs.extend({"row": i} for i in range(12))
             now = _take()
             _, entries = tracker.update(
                 now["containers"], now["lengths"], step, time.perf_counter() + FAR, set()
@@ -1040,7 +1039,7 @@ def test_a_look_on_evidence_in_a_program_without_steps() -> None:
     assert exp.forced_left > 0
     exp.prev_v = {"tensors:count": 0.0}
     now = time.monotonic()
-    exp.last = (now - 10.0, None)
+    exp.last = (now - 10.0, None)  # type: ignore[assignment]
     exp.imports._changed_at = now - 60.0  # imports settled long ago
     piled = {"tensors:count": 1735}
     # THEN the step path keeps waiting for its fixed-step looks, the background thread does

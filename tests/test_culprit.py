@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, cast
 
 import pytest
 from hypothesis import given, settings
@@ -13,7 +13,7 @@ from memprobe.analysis.census_build import build_profile
 from memprobe.analysis.culprit import attribute, live_culprit
 from memprobe.analysis.culprit_patterns import culprit_for
 from memprobe.analysis.hints import HINT_DETACH
-from memprobe.record import ExitInfo, Finding, Limits, Process, RunRecord
+from memprobe.record import CensusEntry, ExitInfo, Finding, Limits, Process, RunRecord
 
 
 def census(
@@ -99,7 +99,7 @@ WINDOW = {
 
 
 def record(entries: List[Dict[str, Any]], findings: List[Finding]) -> RunRecord:
-    proc = Process(pid=7, census=entries)
+    proc = Process(pid=7, census=cast(List[CensusEntry], entries))
     return RunRecord(
         command=["python", "train.py"],
         cwd="/",
@@ -578,8 +578,12 @@ def test_censuses_taken_while_evaluating_between_epochs_count_on_the_step_axis()
         if e["step"] is not None:
             e["t"] = {5: 3.3, 25: 5.4}[e["step"]]
     steps = list(range(1, 301))
-    clock = Series(step=steps, t=[1.0 + 0.1 * s for s in steps], value=[1e8] * len(steps))
-    proc = Process(pid=7, census=entries, series={"rss_bytes": clock})
+    clock = Series(
+        step=cast(List[Optional[int]], steps),
+        t=[1.0 + 0.1 * s for s in steps],
+        value=[1e8] * len(steps),
+    )
+    proc = Process(pid=7, census=cast(List[CensusEntry], entries), series={"rss_bytes": clock})
     rec = replace(record([], [leak("rss_bytes")]), processes=[proc])
     # WHEN the culprit is attributed
     (out,) = attribute(rec, rec.findings)

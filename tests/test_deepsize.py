@@ -7,6 +7,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -121,7 +122,7 @@ def test_watch_holds_lists_only_until_the_program_drops_them() -> None:
     w = watching.Watches(0.03, 0.0, lambda kind, msg: events.append(kind))
     lst = [bytes(10)] * 10
     w.add("buf", lst)
-    out: dict = {}
+    out: dict[str, Any] = {}
     w.sample(out, time.monotonic())
     assert out["watch:buf:len"] == 10 and out["watch:buf:bytes"] > 0
     del lst
@@ -133,7 +134,7 @@ def test_watch_holds_lists_only_until_the_program_drops_them() -> None:
 def test_watch_by_weakref_and_python_len_only_on_its_thread() -> None:
     class Ring:
         def __init__(self) -> None:
-            self.data = collections.deque(maxlen=3)
+            self.data: collections.deque[int] = collections.deque(maxlen=3)
 
         def __len__(self) -> int:
             return len(self.data)
@@ -143,10 +144,10 @@ def test_watch_by_weakref_and_python_len_only_on_its_thread() -> None:
     w = watching.Watches(0.03, 0.0, lambda kind, msg: None)
     w.add("ring", ring)
     assert w.items["ring"].held == "weakref"
-    out: dict = {}
+    out: dict[str, Any] = {}
     w.sample(out, time.monotonic())
     assert out["watch:ring:len"] == 3
-    other: dict = {}
+    other: dict[str, Any] = {}
     t = threading.Thread(target=w.sample, args=(other, time.monotonic()))
     t.start()
     t.join()

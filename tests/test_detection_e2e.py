@@ -8,7 +8,7 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 import pytest
 
@@ -59,7 +59,7 @@ def first_stable_leak_step(record: rec.RunRecord) -> Optional[int]:
     return first
 
 
-def _holders(record: dict) -> List[str]:
+def _holders(record: Dict[str, Any]) -> List[str]:
     return [str((f.get("culprit") or {}).get("holder")) for f in record["findings"]]
 
 

@@ -6,6 +6,7 @@ import dataclasses
 import io
 import json
 import re
+from typing import Dict, Tuple, cast
 
 import pytest
 import recordgen as g
@@ -21,14 +22,14 @@ from memprobe.analysis.compare import (
     diff_exit_code,
     signal_fits,
 )
-from memprobe.record import Process, RunRecord
+from memprobe.record import Culprit, Process, RunRecord
 from memprobe.render.diffview import DIFF_SCHEMA, diff_json, diff_markdown, render_diff
 from memprobe.render.html import diff_html
 
 MIB = 1024 * 1024
 
 
-def _statuses(before: RunRecord, after: RunRecord, **kw: object) -> dict:
+def _statuses(before: RunRecord, after: RunRecord, **kw: object) -> Dict[Tuple[str, str], str]:
     d = compare(before, after, CompareOptions(**kw))  # type: ignore[arg-type]
     return {(s.process, s.signal): s.status for s in d.signals}
 
@@ -156,7 +157,9 @@ def test_nothing_in_common_is_bad_input() -> None:
 def test_findings_match_by_culprit_then_signal() -> None:
     before, after = g.leaky(seed=1), g.leaky(seed=2)
     f = after.findings[0]
-    moved = dataclasses.replace(f, culprit=dict(f.culprit or {}, holder="__main__.other"))
+    moved = dataclasses.replace(
+        f, culprit=cast(Culprit, dict(f.culprit or {}, holder="__main__.other"))
+    )
     d = compare(before, dataclasses.replace(after, findings=[moved, *after.findings[1:]]))
     assert [x.status for x in d.findings] == ["persisting", "persisting"]
     assert d.findings[0].holder == "__main__.other"
@@ -236,7 +239,9 @@ def test_diff_html(reverse: bool) -> None:
     page = diff_html(compare(b, a) if reverse else compare(a, b))
     assert page.lower().count("<script") == 3
     assert "<script>alert(1)" not in page
-    payload = json.loads(re.search(r'id="memprobe-data">(.*?)</script>', page, re.S).group(1))
+    match = re.search(r'id="memprobe-data">(.*?)</script>', page, re.S)
+    assert match is not None
+    payload = json.loads(match.group(1))
     assert payload["kind"] == "diff"
     assert {r["status"] for r in payload["signal_rows"]} == ({"new"} if reverse else {"fixed"})
     assert payload["processes"][0]["charts"][0]["before"]["x"]

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, List, Optional
 
 import pytest
 from faultutil import (
@@ -42,8 +42,8 @@ def _finish(proc: subprocess.Popen[str], timeout: float = 60) -> tuple[int, str,
     return proc.returncode, out, err
 
 
-def main_census(record: Dict[str, Any]) -> list:
-    census: list = main_process(record).get("census") or []
+def main_census(record: Dict[str, Any]) -> List[Any]:
+    census: List[Any] = main_process(record).get("census") or []
     return census
 
 
@@ -54,7 +54,7 @@ def _assert_signal_record(record: Dict[str, Any], sig: int) -> None:
     assert "signal" in kinds, kinds
 
 
-def test_target_sigkilled_mid_run(tmp_path: Path, schema: dict) -> None:
+def test_target_sigkilled_mid_run(tmp_path: Path, schema: Dict[str, Any]) -> None:
     # GIVEN a target that steps and grows until killed
     out, ready = tmp_path / "r.json", tmp_path / "ready"
     proc = start_cli(target_args(out, ready, 30, "wait"), tmp_path)
@@ -78,7 +78,7 @@ def test_target_sigkilled_mid_run(tmp_path: Path, schema: dict) -> None:
     assert not out.with_suffix(".run").exists()  # run folder removed once the record is safe
 
 
-def test_segfault(tmp_path: Path, schema: dict) -> None:
+def test_segfault(tmp_path: Path, schema: Dict[str, Any]) -> None:
     out, ready = tmp_path / "r.json", tmp_path / "ready"
     proc = run_cli(target_args(out, ready, 25, "segv"), cwd=tmp_path, timeout=60)
     assert proc.returncode == 128 + signal.SIGSEGV, proc.stderr
@@ -88,7 +88,7 @@ def test_segfault(tmp_path: Path, schema: dict) -> None:
     assert len(rss_points(record)) >= 5
 
 
-def test_os_exit_code(tmp_path: Path, schema: dict) -> None:
+def test_os_exit_code(tmp_path: Path, schema: Dict[str, Any]) -> None:
     out, ready = tmp_path / "r.json", tmp_path / "ready"
     proc = run_cli(target_args(out, ready, 25, "os_exit:7"), cwd=tmp_path, timeout=60)
     assert proc.returncode == 7, proc.stderr
@@ -106,7 +106,7 @@ def test_os_exit_code(tmp_path: Path, schema: dict) -> None:
 
 @pytest.mark.parametrize("then", ["raise", "sysexit_msg"])
 def test_uncaught_exception_and_exit_message_as_a_plain_run(
-    tmp_path: Path, schema: dict, then: str
+    tmp_path: Path, schema: Dict[str, Any], then: str
 ) -> None:
     # GIVEN a target that ends with an uncaught exception / sys.exit("msg")
     out, ready = tmp_path / "r.json", tmp_path / "ready"
@@ -126,7 +126,9 @@ def test_uncaught_exception_and_exit_message_as_a_plain_run(
     assert main["ended"] == "exit"
 
 
-def test_ctrl_c_reaches_the_target_and_memprobe_keeps_the_run(tmp_path: Path, schema: dict) -> None:
+def test_ctrl_c_reaches_the_target_and_memprobe_keeps_the_run(
+    tmp_path: Path, schema: Dict[str, Any]
+) -> None:
     # GIVEN memprobe and its target in one process group, as in a terminal
     out, ready = tmp_path / "r.json", tmp_path / "ready"
     proc = start_cli(target_args(out, ready, 30, "wait"), tmp_path)
@@ -160,7 +162,9 @@ def test_ctrl_c_during_a_census_lands_in_the_programs_own_code(tmp_path: Path) -
     assert any(c.get("step") for c in main_census(record)), "the census it held SIGINT for"
 
 
-def test_ctrl_c_handled_by_the_target_gives_its_exit_code(tmp_path: Path, schema: dict) -> None:
+def test_ctrl_c_handled_by_the_target_gives_its_exit_code(
+    tmp_path: Path, schema: Dict[str, Any]
+) -> None:
     out, ready = tmp_path / "r.json", tmp_path / "ready"
     proc = start_cli(target_args(out, ready, 30, "sigint_catch:3"), tmp_path)
     wait_ready(ready, proc)
@@ -175,7 +179,7 @@ def test_ctrl_c_handled_by_the_target_gives_its_exit_code(tmp_path: Path, schema
     assert [p for p in record["processes"] if p["role"] == "main"][0]["ended"] == "exit"
 
 
-def test_sigterm_to_memprobe_is_forwarded(tmp_path: Path, schema: dict) -> None:
+def test_sigterm_to_memprobe_is_forwarded(tmp_path: Path, schema: Dict[str, Any]) -> None:
     out, ready = tmp_path / "r.json", tmp_path / "ready"
     proc = start_cli(target_args(out, ready, 30, "wait"), tmp_path)
     pid = wait_ready(ready, proc)
@@ -191,7 +195,7 @@ def test_sigterm_to_memprobe_is_forwarded(tmp_path: Path, schema: dict) -> None:
 
 
 def test_memprobe_sigkilled_target_runs_on_and_the_folder_rebuilds(
-    tmp_path: Path, schema: dict
+    tmp_path: Path, schema: Dict[str, Any]
 ) -> None:
     # GIVEN a run whose memprobe parent is SIGKILLed mid-run
     out, ready = tmp_path / "r.json", tmp_path / "ready"
@@ -233,7 +237,7 @@ def test_memprobe_sigkilled_target_runs_on_and_the_folder_rebuilds(
 
 @pytest.mark.parametrize("collector", ["rss", "py_blocks", "cuda", "expensive"])
 def test_failing_collector_is_switched_off_not_the_target(
-    tmp_path: Path, schema: dict, collector: str
+    tmp_path: Path, schema: Dict[str, Any], collector: str
 ) -> None:
     # GIVEN a collector made to raise through the test-only switch
     out, ready = tmp_path / "r.json", tmp_path / "ready"
@@ -301,7 +305,9 @@ def test_memprobe_sigkilled_in_live_mode_target_keeps_its_terminal(tmp_path: Pat
 
 
 @pytest.mark.parametrize("oom,words", [(None, "OOM killer: unknown"), (True, "OOM"), (False, "")])
-def test_sigkill_summary_says_what_is_known_of_the_oom_killer(oom: object, words: str) -> None:
+def test_sigkill_summary_says_what_is_known_of_the_oom_killer(
+    oom: Optional[bool], words: str
+) -> None:
     # GIVEN a record of a SIGKILLed target, with the cgroup counter rising / not / unreadable
     import dataclasses
     import io
@@ -342,7 +348,7 @@ def test_a_ctrl_c_the_moment_the_analysis_may_be_interrupted_keeps_the_record(
                 handler(signum, None)  # as the kernel would, between two bytecodes
         return old
 
-    monkeypatch.setattr(run_cmd.signal, "signal", deliver_at_once)
+    monkeypatch.setattr(run_cmd.signal, "signal", deliver_at_once)  # type: ignore[attr-defined]
     previous = real(signal.SIGINT, run_cmd._ignore_signal)
     try:
         out = tmp_path / "r.json"
@@ -355,7 +361,7 @@ def test_a_ctrl_c_the_moment_the_analysis_may_be_interrupted_keeps_the_record(
     assert load(out)["processes"]
 
 
-def test_impatient_ctrl_c_still_leaves_a_record(tmp_path: Path, schema: dict) -> None:
+def test_impatient_ctrl_c_still_leaves_a_record(tmp_path: Path, schema: Dict[str, Any]) -> None:
     # GIVEN a run, and a user who keeps pressing Ctrl-C until memprobe is gone
     out, ready = tmp_path / "r.json", tmp_path / "ready"
     proc = start_cli(target_args(out, ready, 30, "wait"), tmp_path)

@@ -9,7 +9,7 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Dict, Iterator
 
 import pytest
 from faultutil import FAST, target_args
@@ -87,7 +87,7 @@ def test_bad_output_path_fails_before_the_target_starts(
 
 @pytest.mark.slow
 def test_disk_full_during_the_run_keeps_the_folder_and_says_how_to_rebuild(
-    tmp_path: Path, small_disk: Path, schema: dict
+    tmp_path: Path, small_disk: Path, schema: Dict[str, Any]
 ) -> None:
     # GIVEN a target that fills the disk holding the output before it exits
     out, marker = small_disk / "r.json", tmp_path / "ready"
@@ -150,7 +150,9 @@ def test_a_failing_save_leaves_no_partial_file_and_the_old_record_intact(tmp_pat
     assert sorted(p.name for p in out.parent.iterdir()) == ["run.json"]
 
 
-def test_non_finite_numbers_from_analysis_do_not_cost_the_run(tmp_path: Path, schema: dict) -> None:
+def test_non_finite_numbers_from_analysis_do_not_cost_the_run(
+    tmp_path: Path, schema: Dict[str, Any]
+) -> None:
     # GIVEN a record whose analysis produced NaN and infinity
     import dataclasses
 

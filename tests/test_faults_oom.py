@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Iterator, Tuple
+from typing import Any, Dict, Iterator, Tuple
 
 import pytest
 from faultutil import FAST
@@ -71,7 +71,7 @@ def memory_cgroup() -> Iterator[Path]:
 
 
 def test_real_oom_kill_is_recorded_with_the_climb(
-    tmp_path: Path, schema: dict, memory_cgroup: Path
+    tmp_path: Path, schema: Dict[str, Any], memory_cgroup: Path
 ) -> None:
     # GIVEN memprobe and a target that grows 8 MiB per step, both in a 400 MiB cgroup
     out = tmp_path / "r.json"
@@ -117,7 +117,7 @@ def test_real_oom_kill_is_recorded_with_the_climb(
 
 
 def test_oom_kill_in_a_cgroup_of_the_targets_own(
-    tmp_path: Path, schema: dict, memory_cgroup: Path
+    tmp_path: Path, schema: Dict[str, Any], memory_cgroup: Path
 ) -> None:
     # GIVEN a target that moves itself into a limited cgroup memprobe is not in (as with
     # `systemd-run --scope -p MemoryMax=...` or a job wrapper)

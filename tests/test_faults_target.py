@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from faultutil import FAST, TARGET, memprobe_lines, run_plain
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.slow  # end to end: the real CLI as a subprocess
 ENV_SCRIPT = SCRIPTS / "fault_env.py"
 
 
-def test_fork_without_exec(tmp_path: Path, schema: dict) -> None:
+def test_fork_without_exec(tmp_path: Path, schema: dict[str, Any]) -> None:
     # GIVEN a target that forks (no exec) and steps in both processes
     out = tmp_path / "r.json"
     proc = run_cli(
@@ -42,7 +43,7 @@ def test_fork_without_exec(tmp_path: Path, schema: dict) -> None:
 
 
 @pytest.mark.parametrize("mode", ["chdir", "stdout", "gc", "closefds"])
-def test_target_changes_its_own_process(tmp_path: Path, schema: dict, mode: str) -> None:
+def test_target_changes_its_own_process(tmp_path: Path, schema: dict[str, Any], mode: str) -> None:
     # GIVEN a target that changes cwd / replaces sys.stdout and sys.stderr / disables the GC
     out, report = (
         Path("r.json"),
@@ -113,7 +114,7 @@ def test_hundred_thousand_steps_per_second_not_slowed(tmp_path: Path) -> None:
     ],
 )
 def test_python_flags_that_skip_the_agent_are_refused(
-    tmp_path: Path, flags: list, refused: str
+    tmp_path: Path, flags: list[str], refused: str
 ) -> None:
     marker = tmp_path / "started"
     out = tmp_path / "r.json"
@@ -143,7 +144,7 @@ def test_python_flags_that_skip_the_agent_are_refused(
 
 
 @pytest.mark.parametrize("how", ["PYTHONSAFEPATH", "-P"])
-def test_safe_path_just_works(tmp_path: Path, schema: dict, how: str) -> None:
+def test_safe_path_just_works(tmp_path: Path, schema: dict[str, Any], how: str) -> None:
     if how == "-P" and sys.version_info < (3, 11):
         pytest.skip("python -P is new in 3.11")
     out, report = tmp_path / "r.json", tmp_path / "seen.json"
@@ -177,7 +178,7 @@ def test_safe_path_just_works(tmp_path: Path, schema: dict, how: str) -> None:
 
 
 @pytest.mark.slow
-def test_five_million_object_heap(tmp_path: Path, schema: dict) -> None:
+def test_five_million_object_heap(tmp_path: Path, schema: dict[str, Any]) -> None:
     out = tmp_path / "r.json"
     t0 = time.monotonic()
     proc = run_cli(
@@ -195,7 +196,9 @@ def test_five_million_object_heap(tmp_path: Path, schema: dict) -> None:
     print(f"5M-object heap run took {took:.1f} s; {len(record['events'])} events")
 
 
-def test_exit_status_of_a_signal_death_is_128_plus_n(tmp_path: Path, schema: dict) -> None:
+def test_exit_status_of_a_signal_death_is_128_plus_n(
+    tmp_path: Path, schema: dict[str, Any]
+) -> None:
     out = tmp_path / "r.json"
     proc = subprocess.run(
         [
@@ -224,7 +227,9 @@ def test_exit_status_of_a_signal_death_is_128_plus_n(tmp_path: Path, schema: dic
     assert any("signal 10" in line for line in memprobe_lines(proc.stderr)), proc.stderr
 
 
-def test_steps_from_several_threads_never_tear_a_line(tmp_path: Path, schema: dict) -> None:
+def test_steps_from_several_threads_never_tear_a_line(
+    tmp_path: Path, schema: dict[str, Any]
+) -> None:
     # GIVEN four threads marking steps at once, samples every millisecond
     out = tmp_path / "r.json"
     proc = run_cli(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, cast
 
 from memprobe.analysis.census_build import build_profile
 from memprobe.analysis.culprit import attribute
@@ -10,7 +10,16 @@ from memprobe.analysis.culprit_patterns import culprit_for
 from memprobe.analysis.grouping import group_findings
 from memprobe.analysis.hints import HINT_CARRIED, HINT_DETACH
 from memprobe.analysis.verdict import SignalVerdict
-from memprobe.record import ExitInfo, Finding, Limits, Process, RunRecord
+from memprobe.record import (
+    CensusEntry,
+    Culprit,
+    Evidence,
+    ExitInfo,
+    Finding,
+    Limits,
+    Process,
+    RunRecord,
+)
 
 MIB = 2**20
 
@@ -36,9 +45,9 @@ def finding(
         slope_per_step=1024.0 if unit == "bytes" else 1.0,
         unit=unit,
         confidence=0.99,
-        culprit=culprit,
+        culprit=cast(Optional[Culprit], culprit),
         explanation=f"{signal} grows.",
-        evidence=ev,
+        evidence=cast(Evidence, ev),
     )
 
 
@@ -75,7 +84,7 @@ def test_memory_without_a_culprit_joins_the_only_holder() -> None:
         finding("tensors:count", None, "torch.Tensor", "tensors kept"),
     ]
     out = group_findings(found)
-    assert len(out) == 1 and (out[0].culprit or {})["holder"] == "__main__.log"
+    assert len(out) == 1 and cast(Dict[str, Any], out[0].culprit or {})["holder"] == "__main__.log"
     assert set(out[0].signals) == {"uss_bytes", "container:__main__.log:len", "tensors:count"}
 
 
@@ -86,10 +95,10 @@ def test_two_holders_stay_two_findings_and_memory_stays_apart() -> None:
         finding("rss_bytes", growth=9 * MIB),
     ]
     out = group_findings(found)
-    holders = sorted(str((f.culprit or {}).get("holder")) for f in out)
+    holders = sorted(str(cast(Dict[str, Any], f.culprit or {}).get("holder")) for f in out)
     assert holders == ["None", "a", "b"]
     # with two culprits, neither is said to hold the process' growth
-    a = next(f for f in out if (f.culprit or {}).get("holder") == "a")
+    a = next(f for f in out if cast(Dict[str, Any], f.culprit or {}).get("holder") == "a")
     assert a.retained_bytes == 1000
 
 
@@ -99,7 +108,7 @@ def test_without_a_holder_the_most_specific_pattern_leads() -> None:
         finding("modules:count", None, "ConvNet", "models kept"),
     ]
     out = group_findings(found)
-    assert len(out) == 1 and (out[0].culprit or {})["type"] == "ConvNet"
+    assert len(out) == 1 and cast(Dict[str, Any], out[0].culprit or {})["type"] == "ConvNet"
 
 
 def test_retained_at_the_projected_limit() -> None:
@@ -242,7 +251,7 @@ def test_a_container_that_stopped_growing_is_not_blamed() -> None:
             containers=[{**reg, "len": 1900, "first_len": 10}, {**mine, "len": 30, "first_len": 5}],
         ),
     ]
-    proc = Process(pid=1, census=entries)
+    proc = Process(pid=1, census=cast(List[CensusEntry], entries))
     record = RunRecord(
         command=["x"],
         cwd="/",
@@ -260,7 +269,7 @@ def test_a_container_that_stopped_growing_is_not_blamed() -> None:
     # WHEN RSS leaks and the culprit is looked for with the verdicts at hand
     out = attribute(record, [finding("rss_bytes")], verdicts)
     # THEN the user's list is named, not the faster-grown registry
-    assert (out[0].culprit or {}).get("holder") == "__main__.results"
+    assert cast(Dict[str, Any], out[0].culprit or {}).get("holder") == "__main__.results"
 
 
 def test_a_watched_object_the_census_names_is_one_finding_named_both_ways() -> None:

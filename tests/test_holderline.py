@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 from memprobe.analysis.holderline import grow_line, holder_names
 
@@ -45,9 +46,9 @@ def test_grow_lines_found_in_function_then_file(tmp_path: Path) -> None:
     src.write_text(SOURCE)
     files = [str(src)]
     # THEN each holder's growing statement is named, in main() first
-    assert grow_line("train.py:main:total", files).endswith("train.py:19")
-    assert grow_line("train.py:main:cache", files).endswith("train.py:20")
-    assert grow_line("train.py:main:ema", files).endswith("train.py:21")
+    assert cast(str, grow_line("train.py:main:total", files)).endswith("train.py:19")
+    assert cast(str, grow_line("train.py:main:cache", files)).endswith("train.py:20")
+    assert cast(str, grow_line("train.py:main:ema", files)).endswith("train.py:21")
     # AND a list reached through a framework object is found in the method that appends,
     # the append of a tensor before the append of a number
     line = grow_line("train.py:main:trainer.callbacks[0].outputs", files)

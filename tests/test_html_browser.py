@@ -187,7 +187,9 @@ def _problems(events: List[Dict[str, Any]], session: str) -> List[str]:
 
 def _open(b: Chromium, path: Path) -> str:
     target = b.send("Target.createTarget", {"url": "about:blank"})["targetId"]
-    session = b.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+    session: str = b.send("Target.attachToTarget", {"targetId": target, "flatten": True})[
+        "sessionId"
+    ]
     for domain in ("Page", "Runtime", "Log"):
         b.send(f"{domain}.enable", session=session)
     b.events.clear()

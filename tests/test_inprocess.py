@@ -7,7 +7,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, List
+from typing import Any, Dict, List, cast
 
 import pytest
 
@@ -51,7 +51,7 @@ def test_leaky_loop_is_a_leak_with_its_holder() -> None:
     KEPT.clear()
     # THEN the verdict is leak and the culprit is held by that list
     assert run.verdict == "leak"
-    holders = {(f.culprit or {}).get("holder") for f in run.leaks()}
+    holders = {cast(Dict[str, Any], f.culprit or {}).get("holder") for f in run.leaks()}
     assert "test_inprocess.KEPT" in holders, [f.explanation for f in run.leaks()]
     assert "test_inprocess.KEPT" in run.summary()
     assert "test_inprocess.KEPT" in run.report()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple, cast
 
 import pytest
 
@@ -44,7 +44,8 @@ def test_series_buffer_is_bounded_and_keeps_floors_peaks_first_and_last() -> Non
     # WHEN they go through the buffer
     for i, v in enumerate(values):
         buf.add(i, 0.01 * i, v)
-    steps, ts, vs = buf.points()
+    # every sample went in with its step: none is None
+    steps, ts, vs = cast(Tuple[List[int], List[float], List[float]], buf.points())
     # THEN it holds at most MAX_POINTS points (2 per bucket), every one a real sample in time
     # order, each spike and dip at its own step, and the first and last samples on the side
     assert len(buf) == 200_000
@@ -154,9 +155,10 @@ def test_census_buffer_is_bounded_and_keeps_what_the_culprit_needs() -> None:
     # and the culprit reads the same: growth, holder, top type, windows
     pk, pf = build_profile(kept), build_profile(every)
     assert pk.top_type() == pf.top_type() == "torch.Tensor"
-    assert pk.top_container() is not None and pf.top_container() is not None
-    assert pk.top_container().holder == pf.top_container().holder == "__main__.hist"
-    assert pk.top_container().per_step == pytest.approx(pf.top_container().per_step, rel=0.01)
+    ck, cf = pk.top_container(), pf.top_container()
+    assert ck is not None and cf is not None
+    assert ck.holder == cf.holder == "__main__.hist"
+    assert ck.per_step == pytest.approx(cf.per_step, rel=0.01)
     assert pk.growth("tensors:count") == pf.growth("tensors:count")
     assert pk.location() == pf.location()
 

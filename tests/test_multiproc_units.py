@@ -512,6 +512,7 @@ def test_cuda_figures_only_for_the_devices_the_process_put_memory_on(
     }
     # AND once device 1 has held memory, its series goes on, also after it emptied its cache
     fake.reserved = [8 << 20, 2 << 20]
+    last: Dict[str, Any]
     out, last = {}, {}
     cheap.cuda_signals(out)
     fake.reserved = [0, 0]

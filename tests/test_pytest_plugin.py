@@ -4,11 +4,12 @@ which loads the plugin from memprobe's pytest11 entry point as a user's pytest w
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import pytest
 
 from memprobe.pytest_plugin import Limits, census_steps, failure_message, parse_size, record_name
-from memprobe.record import Finding, load
+from memprobe.record import Culprit, Finding, load
 
 pytest_plugins = ["pytester"]
 
@@ -256,7 +257,7 @@ def test_failure_message_honours_the_limits() -> None:
         "leak",
         slope_per_step=2.0,
         unit="count",
-        culprit={"type": "x.Row", "holder": "x.CACHE"},
+        culprit=cast(Culprit, {"type": "x.Row", "holder": "x.CACHE"}),
         explanation="grows",
     )
     memory = Finding("rss_bytes", 1, "leak", slope_per_step=3072.0, unit="bytes")

@@ -6,11 +6,12 @@ import dataclasses
 import io
 import json
 import re
+from typing import cast
 
 import recordgen as g
 from rich.console import Console
 
-from memprobe.record import Event, RunRecord
+from memprobe.record import Event, Evidence, RunRecord
 from memprobe.render.html import json_for_script, report_html
 from memprobe.render.report import FINDINGS_SCHEMA, render_report, report_json, report_markdown
 
@@ -122,7 +123,9 @@ def test_json_report_is_findings_only_with_stable_keys() -> None:
 def test_json_report_survives_non_finite_numbers() -> None:
     record = g.leaky()
     bad = dataclasses.replace(
-        record.findings[0], slope_per_step=float("nan"), evidence={"x": float("inf")}
+        record.findings[0],
+        slope_per_step=float("nan"),
+        evidence=cast(Evidence, {"x": float("inf")}),
     )
     doc = json.loads(report_json(dataclasses.replace(record, findings=[bad])))
     assert doc["findings"][0]["slope_per_step"] is None
@@ -158,7 +161,9 @@ def test_json_for_script_cannot_close_the_element() -> None:
 def test_html_report_decimates_long_series() -> None:
     record = g.leaky(steps=12_000)
     page = report_html(record)
-    payload = json.loads(re.search(r'id="memprobe-data">(.*?)</script>', page, re.S).group(1))
+    match = re.search(r'id="memprobe-data">(.*?)</script>', page, re.S)
+    assert match is not None
+    payload = json.loads(match.group(1))
     assert len(payload["processes"][0]["charts"][0]["x"]) <= 4000
 
 

@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import List
+from typing import List, Tuple
 
 import pytest
 from rich.console import Console
@@ -62,7 +62,7 @@ def test_golden_records_load_validate_and_render(path: Path) -> None:
     assert record.schema.startswith("memprobe.run/")
     assert record.processes
     if record.schema == "memprobe.run/1" and Path(schema_path()).exists():
-        import jsonschema
+        import jsonschema  # type: ignore[import-untyped]
 
         with open(schema_path()) as f:
             jsonschema.validate(json.loads(path.read_text()), json.load(f))
@@ -137,7 +137,7 @@ def test_report_html_unwritable(tmp_path: Path) -> None:
     assert "r.html" in r.stderr
 
 
-BAD_INPUTS: List[tuple] = [
+BAD_INPUTS: List[Tuple[str, bytes]] = [
     ("empty.json", b""),
     ("truncated.json", b'{"schema": "memprobe.run/1", "processes": [{"pid": 1, "ser'),
     ("list.json", b"[1, 2, 3]"),

@@ -18,7 +18,7 @@ from memprobe.render.html import diff_html, report_html
 from memprobe.render.report import render_report, report_json, report_markdown
 
 weird_text = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs",)), max_size=30
+    alphabet=st.characters(blacklist_categories=["Cs"]), max_size=30
 ) | st.sampled_from(["<script>alert(1)</script>", "[bold]x[/]", "\x1b[31mred", "`|`", ""])
 some_number = st.one_of(
     st.integers(-(10**12), 10**12), st.floats(allow_nan=True, allow_infinity=True)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,9 +22,9 @@ PROBE = SCRIPTS / "probe_target.py"
 def _probe(
     tmp_path: Path,
     exit_mode: str = "0",
-    extra_env: dict | None = None,
+    extra_env: dict[str, str] | None = None,
     args: list[str] | None = None,
-) -> tuple:
+) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
     out = tmp_path / "run.json"
     info = tmp_path / "info.json"
     env = cli_env({"PROBE_OUT": str(info), "PROBE_EXIT": exit_mode, **(extra_env or {})})
@@ -32,7 +34,7 @@ def _probe(
 
 @pytest.mark.parametrize("mode,code", [("0", 0), ("1", 1), ("3", 3), ("raise", 1), ("msg", 1)])
 def test_exit_codes_and_output_pass_through(
-    tmp_path: Path, schema: dict, mode: str, code: int
+    tmp_path: Path, schema: dict[str, Any], mode: str, code: int
 ) -> None:
     # GIVEN a target that exits in a given way WHEN run under memprobe
     proc, out, _ = _probe(tmp_path, mode)
@@ -122,7 +124,7 @@ def test_shell_script_that_starts_python(tmp_path: Path) -> None:
     assert any(p["has_agent"] for p in load(out)["processes"])
 
 
-def test_pure_python_leak_series_grow(tmp_path: Path, schema: dict) -> None:
+def test_pure_python_leak_series_grow(tmp_path: Path, schema: dict[str, Any]) -> None:
     out = tmp_path / "run.json"
     proc = run_cli(
         ["run", "-o", str(out), str(SAMPLES / "leak_pure_python.py"), "--steps", "300"],
@@ -140,7 +142,7 @@ def test_pure_python_leak_series_grow(tmp_path: Path, schema: dict) -> None:
     assert blocks[-1] - blocks[0] > 300 * 3, "each logged event adds a dict, a list and its items"
 
 
-def test_torch_loss_list_records_steps_and_growth(tmp_path: Path, schema: dict) -> None:
+def test_torch_loss_list_records_steps_and_growth(tmp_path: Path, schema: dict[str, Any]) -> None:
     out = tmp_path / "run.json"
     proc = run_cli(
         ["run", "-o", str(out), str(SAMPLES / "leak_loss_list.py"), "--steps", "300"], cwd=tmp_path
@@ -191,7 +193,7 @@ def test_default_output_name_and_message(tmp_path: Path) -> None:
         (["run", "--", sys.executable, "-I", str(PROBE)], "-I"),
     ],
 )
-def test_bad_invocations_fail_with_one_line(tmp_path: Path, args: list, needle: str) -> None:
+def test_bad_invocations_fail_with_one_line(tmp_path: Path, args: list[str], needle: str) -> None:
     proc = run_cli(args, cwd=tmp_path)
     assert proc.returncode == 2
     assert needle in proc.stderr

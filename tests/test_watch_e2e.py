@@ -7,7 +7,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 import pytest
 
@@ -37,10 +37,11 @@ PY312 = _python_with_monitoring()
 
 
 def _signals(record: Dict[str, Any]) -> Dict[str, Any]:
-    return record["signals"][str(main_process(record)["pid"])]
+    signals: Dict[str, Any] = record["signals"][str(main_process(record)["pid"])]
+    return signals
 
 
-def _kinds(record: Dict[str, Any], kind: str) -> list:
+def _kinds(record: Dict[str, Any], kind: str) -> List[Any]:
     return [e["message"] for e in record["events"] if e["kind"] == kind]
 
 

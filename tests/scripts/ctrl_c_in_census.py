@@ -20,6 +20,7 @@ sent = threading.Event()
 
 def watch_main() -> None:
     main = threading.main_thread().ident
+    assert main is not None
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         f = sys._current_frames().get(main)

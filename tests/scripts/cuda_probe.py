@@ -22,4 +22,4 @@ for _ in range(60):
 @atexit.register
 def _report() -> None:
     with open(sys.argv[1], "w") as f:
-        json.dump({"cuda_initialized": torch.cuda.is_initialized(), "device": device}, f)
+        json.dump({"cuda_initialized": torch.cuda.is_initialized(), "device": device}, f)  # type: ignore[no-untyped-call]

@@ -6,7 +6,7 @@ import time
 import memprobe
 
 n = int(sys.argv[1]) if len(sys.argv) > 1 else 5_000_000
-heap = [[] for _ in range(n)]
+heap: list[list[object]] = [[] for _ in range(n)]
 for _ in range(30):
     heap.append([])
     memprobe.step()

@@ -13,12 +13,13 @@ import os
 import sys
 import tempfile
 import time
+from typing import cast
 
 import memprobe
 
 mode, report = sys.argv[1], os.path.abspath(sys.argv[2])
 seen = {"path0": sys.path[0], "agent": "memprobe_agent" in sys.modules}
-kept = []
+kept: list[list[int]] = []
 data = None
 
 
@@ -48,7 +49,7 @@ elif mode == "closefds":
 steps(40)
 print("to the replaced or real stdout")
 if mode == "stdout":
-    seen["captured"] = sys.stdout.getvalue()
+    seen["captured"] = cast(io.StringIO, sys.stdout).getvalue()
 seen["steps"] = len(kept)
 seen["cwd"] = os.getcwd()
 with open(report, "w") as f:

@@ -17,7 +17,7 @@ import time
 import memprobe
 
 ready, steps, then = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-kept = []
+kept: list[bytearray] = []
 
 
 def step(i: int) -> None:

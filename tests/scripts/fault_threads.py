@@ -6,7 +6,7 @@ import threading
 
 import memprobe
 
-kept = []
+kept: list[bytearray] = []
 
 
 def worker(n: int) -> None:

@@ -49,7 +49,7 @@ def freed_by_backward() -> None:
     x = w * 1.0
     for _ in range(20_000):
         x = x * 1.00001
-    x.sum().backward()
+    x.sum().backward()  # type: ignore[no-untyped-call]
 
 
 def wide() -> None:
@@ -63,7 +63,8 @@ def create_graph() -> None:
     w = torch.randn(32, requires_grad=True)
     for i in range(300):
         (g,) = torch.autograd.grad((w**3).sum(), w, create_graph=True)
-        (g**2).sum().backward(create_graph=True)  # w.grad keeps a graph that reaches w
+        # w.grad keeps a graph that reaches w
+        (g**2).sum().backward(create_graph=True)  # type: ignore[no-untyped-call]
         if i % 100 == 99:
             w.grad = None
 

@@ -8,6 +8,7 @@ it was freed (a profiler must not keep alive what the program dropped).
 import sys
 import time
 import weakref
+from typing import Any, Callable, Dict, Iterator, List
 
 import torch
 from torch import nn
@@ -16,24 +17,24 @@ torch.set_num_threads(1)
 
 
 class Tracker:
-    records = []  # a class attribute
+    records: List[Any] = []  # a class attribute
 
 
-def log_metric(x, buf=[]):  # noqa: B006 - a mutable default argument, on purpose
+def log_metric(x: Any, buf: List[Any] = []) -> None:  # noqa: B006 - a mutable default argument, on purpose
     buf.append(x)
 
 
-def make_logger():
-    history = []
+def make_logger() -> Callable[[Any], None]:
+    history: List[Any] = []
 
-    def log(x):
+    def log(x: Any) -> None:
         history.append(x)  # a closure cell
 
     return log
 
 
-def batches(n):
-    seen = []  # a generator's local
+def batches(n: int) -> Iterator[torch.Tensor]:
+    seen: List[torch.Tensor] = []  # a generator's local
     for _ in range(n):
         x = torch.randn(8, 16)
         seen.append(x)
@@ -44,12 +45,12 @@ class Sentinel:
     pass
 
 
-def main(shape, steps):
+def main(shape: str, steps: int) -> None:
     model = nn.Linear(16, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    losses = [Sentinel()]
+    losses: Any = [Sentinel()]  # a list, until the program drops it
     freed = weakref.ref(losses[0])
-    by_step = {}
+    by_step: Dict[int, Any] = {}
     log = make_logger()
     stream = batches(steps) if shape == "generator" else None
     dropped_at = None

@@ -7,10 +7,10 @@ generation); without it the scores are dropped. ``--gens N`` generations.
 import sys
 import time
 
-history = []
+history: list[list[float]] = []
 
 
-def generation(population, keep):
+def generation(population: object, keep: bool) -> float:
     scores = [float(i) * 0.5 for i in range(1000)]
     if keep:
         history.append(scores)
@@ -19,7 +19,7 @@ def generation(population, keep):
 
 
 class Env:
-    def step(self, action):
+    def step(self, action: int) -> int:
         return action + 1
 
 

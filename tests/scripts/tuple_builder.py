@@ -11,7 +11,7 @@ import time
 
 import memprobe
 
-errors = []
+errors: list[str] = []
 stop = threading.Event()
 
 

@@ -12,14 +12,14 @@ import time
 
 import numpy as np
 
-SEEN = {}
+SEEN: dict[int, np.ndarray] = {}
 
 
 class Pipeline:
-    def __init__(self):
-        self._cache = {}
+    def __init__(self) -> None:
+        self._cache: dict[str, np.ndarray] = {}
 
-    def transform(self, x):
+    def transform(self, x: np.ndarray) -> np.ndarray:
         key = x.tobytes().hex()[:32]
         out = self._cache.get(key)
         if out is None:
@@ -28,7 +28,7 @@ class Pipeline:
         return out
 
 
-def main(steps):
+def main(steps: int) -> None:
     pipe = Pipeline()
     rng = np.random.default_rng(0)
     for step in range(steps):

@@ -16,12 +16,12 @@ class Buffer:
         self.items = [bytes(1000) for _ in range(100)]
 
 
-class Probe(list):  # a list subclass can be weakly referenced: tells when the list died
+class Probe(list[object]):  # a list subclass can be weakly referenced: tells when the list died
     pass
 
 
 buf = memprobe.watch("buffer", Buffer())
-lst = memprobe.watch("scratch", [bytes(1000) for _ in range(100)])
+lst: list[object] = memprobe.watch("scratch", [bytes(1000) for _ in range(100)])
 buf_ref = weakref.ref(buf)
 # a plain list cannot be weakly referenced: watch a finalizer-carrying item inside it
 sentinel = Probe()

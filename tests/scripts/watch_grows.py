@@ -12,7 +12,7 @@ import memprobe
 bounded_only = "--bounded" in sys.argv
 steps = int(sys.argv[sys.argv.index("--steps") + 1]) if "--steps" in sys.argv else 600
 
-history = memprobe.watch("replay_buffer", collections.deque(maxlen=50))
+history: collections.deque[bytes] = memprobe.watch("replay_buffer", collections.deque(maxlen=50))
 log = [] if bounded_only else memprobe.watch("episode_log", [])
 for step in range(steps):
     if step % 100 == 0:

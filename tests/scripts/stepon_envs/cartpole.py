@@ -9,9 +9,9 @@ import time
 class CartPole:
     def __init__(self, leak: bool) -> None:
         self.leak = leak
-        self.trajectory = []
+        self.trajectory: list[list[float]] = []
 
-    def step(self, action: int) -> list:
+    def step(self, action: int) -> list[float]:
         obs = [float(action)] * 1000
         if self.leak:
             self.trajectory.append(obs)
