@@ -33,9 +33,10 @@ def _tool(name: str) -> str:
         ["ruff", "check", "."],
         ["ruff", "format", "--check", "."],
         ["mypy"],
+        ["mypy", "--strict", "benchmarks", "tests"],
         ["lint-imports", "--no-logo"],
     ],
-    ids=["ruff-check", "ruff-format", "mypy-strict", "import-layers"],
+    ids=["ruff-check", "ruff-format", "mypy-strict", "mypy-strict-tests", "import-layers"],
 )
 def test_tool_is_clean(argv: List[str]) -> None:
     proc = subprocess.run([_tool(argv[0]), *argv[1:]], cwd=ROOT, capture_output=True, text=True)
