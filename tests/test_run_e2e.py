@@ -227,3 +227,20 @@ def test_report_several_node_records_together(tmp_path: Path) -> None:
     # THEN one report shows both nodes' processes, labelled by node
     assert proc.returncode == 0, proc.stderr
     assert "node 0" in proc.stdout and "node 1" in proc.stdout
+
+
+@pytest.mark.slow
+def test_no_sample_is_taken_while_the_program_takes_itself_apart(tmp_path: Path) -> None:
+    # GIVEN a program without steps whose own atexit handler clears its list, then takes 1.5 s
+    out = tmp_path / "run.json"
+    proc = run_cli(["run", "--no-live", "-o", str(out), str(SCRIPTS / "exit_takes_apart.py")])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("kept ")
+    record = load(out)
+    rss_t = main_process(record)["series"]["rss_bytes"]["t"]
+    # (the agent reports its cost as it closes, after the program's handler)
+    closed = [e["t"] for e in record["events"] if e.get("kind") == "agent_cost"]
+    assert closed, record["events"]
+    # THEN the samples stop where its own code did: none in the handler's 1.5 s (samples
+    # come every 0.1 s while the program runs), so no series ends on the emptied list
+    assert closed[-1] - max(rss_t) >= 1.0, (closed, rss_t[-5:])

@@ -163,10 +163,12 @@ class Agent(Sampler):
                         "memprobe's parent is gone: this process copies its terminal output itself",
                     )
                 now = time.monotonic()
-                # time-based samples only while no steps come (none yet, or a long stall)
+                # time-based samples only while no steps come (none yet, or a long stall),
+                # and only while the program's own code runs
                 if (
                     now - self.last_step_t > self.stall_s
                     and now - self.last_bg_sample >= self.time_pace(now)
+                    and not _program_ended()
                 ):
                     self.last_bg_sample = now
                     values = self.sample(None, now)
@@ -237,6 +239,18 @@ def mark(label: Any) -> None:
     agent = _agent
     if agent is not None:
         agent.mark(label)
+
+
+def _program_ended() -> bool:
+    """The main thread has left the program's code and no other thread of the program's
+    keeps it alive (the interpreter is joining threads, or running atexit handlers: the
+    program's own, or ``weakref.finalize``'s, which calls every pending finalizer). What a
+    sample reads then is the program taking itself apart, not its memory."""
+    main = threading.main_thread()
+    if main.is_alive():
+        return False
+    others = [t for t in threading.enumerate() if t is not main]
+    return not any(t.is_alive() and not t.daemon for t in others)
 
 
 def _after_fork_in_child() -> None:
