@@ -632,6 +632,49 @@ def test_a_tensor_a_loop_grows_by_torch_cat_is_watched_by_its_holder() -> None:
         del sys.modules[mod.__name__]
 
 
+def test_a_tee_branch_read_behind_the_other_is_watched_by_its_backlog() -> None:
+    import gc
+    import itertools
+    import weakref
+
+    # GIVEN a stream split by itertools.tee: training reads one branch, an audit the other
+    # only at the end, so the audit branch keeps every batch (no container lists them)
+    mod: Any = types.ModuleType("tee_demo")
+    mod.__file__ = "/srv/app/tee_demo.py"  # a module of the user's, not a library's
+    stream = ({"x": i} for i in range(10**6))
+    mod.train, mod.audit = itertools.tee(stream)
+    for _ in range(600):  # already behind at the first census
+        next(mod.train)
+
+    def grow(steps: int) -> None:
+        for _ in range(steps * 20):
+            next(mod.train)
+
+    sys.modules[mod.__name__] = mod
+    try:
+        exp, census = _censuses_growing(grow)
+        # THEN the late branch is watched under its holder, its length its backlog in items
+        # (to a link of 57), its items' type the batches'
+        holder = "tee_demo.audit"
+        backlog = census["v"][f"container:{holder}:len"]
+        assert 2200 - 57 <= backlog <= 2200
+        entry = next(e for e in census["containers"] if e["holder"] == holder)
+        assert entry["type"] == "itertools._tee" and entry["elem_types"] == ["dict"]
+        # (the branch in front keeps nothing: not watched)
+        assert not any(e["holder"] == "tee_demo.train" for e in census["containers"])
+        # AND it is read again between censuses, by its path
+        grow(10)
+        assert exp.tracker.poll()[f"container:{holder}:len"] >= backlog + 200 - 57
+        # AND nothing keeps a branch the program let go
+        gone = weakref.ref(mod.audit)
+        mod.audit = None
+        exp._census(65, time.monotonic(), None)
+        gc.collect()
+        assert gone() is None
+    finally:
+        del sys.modules[mod.__name__]
+
+
 def test_a_functions_temporary_array_seen_now_and_then_is_not_watched() -> None:
     import numpy as np
 

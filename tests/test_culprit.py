@@ -321,6 +321,18 @@ def test_the_finalize_registry_growing_gets_the_bound_method_hint() -> None:
     assert c.fix_hint is not None and "bound method" in c.fix_hint
 
 
+def test_a_tee_branch_read_late_gets_the_tee_hint() -> None:
+    branch = "main:audit_stream"
+    entries = [
+        census(5, containers=[]),
+        census(25, containers=[box(branch, 1140, 570, "dict", "itertools._tee")]),
+        census(205, containers=[box(branch, 11400, 570, "dict", "itertools._tee")]),
+    ]
+    c = culprit_for("rss_bytes", build_profile(entries))
+    assert c is not None and c.holder == branch and "gains 54.1 dict per step" in c.sentence
+    assert c.fix_hint is not None and "itertools.tee" in c.fix_hint
+
+
 def test_one_jump_in_graph_roots_is_not_a_retained_graph() -> None:
     # GIVEN graph roots that jumped once between two censuses (an episode's own graphs, gone
     # at exit) while a list of records grows steadily

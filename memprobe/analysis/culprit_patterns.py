@@ -21,6 +21,7 @@ from memprobe.analysis.hints import (
     HINT_MODULE,
     HINT_NUMPY,
     HINT_OBJECTS,
+    HINT_TEE,
     HINT_TREE,
 )
 from memprobe.analysis.series import container_holder
@@ -32,6 +33,7 @@ FIGURE = "matplotlib.figure.Figure"
 NDARRAY = wire.NDARRAY
 SCALARS = wire.SCALAR_TYPES
 FINALIZE_REGISTRY = "weakref.finalize._registry"  # named so by the agent (roots.py)
+TEE_BRANCH = "itertools._tee"  # watched by its backlog (the agent's tees.py)
 
 
 def culprit_for(signal: str, prof: Profile) -> Optional[Culprit]:
@@ -199,6 +201,8 @@ def _container(prof: Profile, box: Container) -> Culprit:
         hint = HINT_LRU
     elif box.holder == FINALIZE_REGISTRY:
         hint = HINT_FINALIZE
+    elif box.type == TEE_BRANCH:
+        hint = HINT_TEE
     elif box.holder.endswith(("._backward_hooks", "._post_accumulate_grad_hooks")):
         hint = HINT_HOOKS
     else:

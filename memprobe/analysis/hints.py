@@ -50,6 +50,11 @@ HINT_FINALIZE = (
     "`obj` alive for good: pass a plain function and only what it frees "
     "(`weakref.finalize(self, release, self.handle)`)"
 )
+HINT_TEE = (
+    "an `itertools.tee` branch read behind the others keeps every item they have taken since: "
+    "read the branches in step (`zip`), or keep only what the late reader needs (a list of "
+    "summaries) instead of a second branch"
+)
 HINT_TREE = (
     "a tree of dicts (a trie, a nested index) that gains a branch for every new key: bound "
     "it (prune rare branches, cap its size) or normalise keys that never repeat (ids, codes)"

@@ -6,7 +6,9 @@ step: no identity can be followed (and an ndarray is no gc object, so no census 
 it). The census finds big arrays and tensors under the user's roots by their holder
 (``big_arrays``); one that keeps growing under the same holder (``GrownArrays``) becomes a
 candidate of the container tracker, its length its element count (``length``) and its
-items' type its dtype (``item_types``).
+items' type its dtype (``item_types``). So does an ``itertools.tee`` branch read behind the
+others, by its backlog (tees.py): the same object all along, but no container a census
+can measure.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import sys
 import types
 from typing import Any, Dict, List, Tuple
 
-from . import wire
+from . import tees, wire
 from .census import elem_types, qualified
 from .roots import find_matching
 
@@ -24,6 +26,11 @@ BIG_ARRAY = 1 << 20  # an array among the user's roots is looked at from this si
 # seen at this many censuses in a row (see GrownArrays.grown)
 ARRAY_GROWTH = 1 << 20
 ARRAY_RUN = 3
+# a tee branch is looked at from two full links behind, and watched once its backlog grew
+# by as much, at two censuses in a row: each item may be a whole batch, and a tee held by a
+# function's frame for a moment is no temporary of a few censuses
+TEE_BACKLOG = TEE_GROWTH = 2 * tees.LINK_ITEMS
+TEE_RUN = 2
 
 
 def big_arrays(
@@ -47,7 +54,7 @@ def big_arrays(
             return value.base is None and int(value.nbytes) >= min_bytes
         if cls is tensor:
             return value._base is None and _tensor_bytes(value) >= min_bytes
-        return False
+        return cls is tees.TEE and tees.backlog(value) >= TEE_BACKLOG
 
     return find_matching(big, deadline, limit=limit, depth=3)
 
@@ -63,8 +70,11 @@ def _tensor_bytes(t: Any) -> int:
     return int(t.nelement()) * int(t.element_size())
 
 
-def nbytes(obj: Any) -> int:
-    """An array's or a tensor's element bytes."""
+def size(obj: Any) -> int:
+    """What its growth is measured in: an array's or a tensor's element bytes, a tee
+    branch's backlog in items."""
+    if type(obj) is tees.TEE:
+        return tees.backlog(obj)
     return int(obj.nbytes) if qualified(obj) == wire.NDARRAY else _tensor_bytes(obj)
 
 
@@ -74,6 +84,8 @@ def length(obj: Any) -> int:
     name = qualified(obj)
     if name == wire.NDARRAY:
         return int(obj.size)
+    if type(obj) is tees.TEE:
+        return tees.backlog(obj)
     return int(obj.nelement()) if name == wire.TENSOR else len(obj)
 
 
@@ -82,6 +94,8 @@ def item_types(obj: Any) -> List[str]:
     (``float32``, ``torch.float32``)."""
     if qualified(obj) in (wire.NDARRAY, wire.TENSOR):
         return [str(obj.dtype)]
+    if type(obj) is tees.TEE:
+        return tees.item_types(obj)
     return elem_types(obj)
 
 
@@ -100,10 +114,12 @@ class GrownArrays:
         seen: Dict[str, Tuple[int, int, int]] = {}
         grown: List[Any] = []
         for holder, arr in found:
-            size = nbytes(arr)
-            first, last, run = self.sizes.get(holder, (size, -1, 0))
-            seen[holder] = (first, size, run + 1)
-            if run + 1 >= ARRAY_RUN and size > last and size - first >= ARRAY_GROWTH:
+            now = size(arr)
+            first, last, run = self.sizes.get(holder, (now, -1, 0))
+            seen[holder] = (first, now, run + 1)
+            tee = type(arr) is tees.TEE
+            needed, runs = (TEE_GROWTH, TEE_RUN) if tee else (ARRAY_GROWTH, ARRAY_RUN)
+            if run + 1 >= runs and now > last and now - first >= needed:
                 grown.append(arr)
         self.sizes = seen
         return grown
