@@ -205,11 +205,7 @@ def _retained(members: List[Finding], named: Optional[Finding], sole: bool) -> O
     if sole:
         # what the process' memory gained since the leak began, host and device added
         host = _growth(f for f in members if f.signal in _MEMORY_ORDER)
-        device = sum(
-            _growth([f]) or 0.0
-            for f in members
-            if _DEVICE_MEMORY.match(f.signal) and f.signal.startswith("cuda:")
-        )
+        device = sum(_growth([f]) or 0.0 for f in members if _allocated_on_device(f))
         if host is not None or device:
             best = max(best or 0.0, (host or 0.0) + device)
     return best
@@ -218,13 +214,21 @@ def _retained(members: List[Finding], named: Optional[Finding], sole: bool) -> O
 def _held_now(members: List[Finding]) -> Optional[float]:
     """All the process holds at the end, host memory and device memory added (None when
     no memory signal is among the members)."""
-    host = [f for f in members if f.signal in _MEMORY_ORDER]
-    device = [f for f in members if _DEVICE_MEMORY.match(f.signal) and f.signal.startswith("cuda:")]
-    lasts = [(f, f.evidence.get("last_value")) for f in host + device]
-    known = [(f, float(v)) for f, v in lasts if isinstance(v, (int, float)) and v > 0]
-    if not any(f in host for f, _ in known):
+    host = [_last_value(f) for f in members if f.signal in _MEMORY_ORDER]
+    known = [v for v in host if v is not None]
+    if not known:
         return None
-    return max(v for f, v in known if f in host) + sum(v for f, v in known if f in device)
+    return max(known) + sum(_last_value(f) or 0.0 for f in members if _allocated_on_device(f))
+
+
+def _allocated_on_device(f: Finding) -> bool:
+    """The device allocator's own memory (``cuda:N/allocated_bytes``)."""
+    return f.signal.startswith("cuda:") and _DEVICE_MEMORY.match(f.signal) is not None
+
+
+def _last_value(f: Finding) -> Optional[float]:
+    v = f.evidence.get("last_value")
+    return float(v) if isinstance(v, (int, float)) and v > 0 else None
 
 
 def _growth(members: Iterable[Finding]) -> Optional[float]:

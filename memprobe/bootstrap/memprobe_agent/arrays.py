@@ -13,13 +13,12 @@ can measure.
 
 from __future__ import annotations
 
-import sys
-import types
 from typing import Any, Dict, List, Tuple
 
 from . import tees, wire
 from .census import elem_types, qualified
 from .roots import find_matching
+from .typeinfo import loaded_class
 
 BIG_ARRAY = 1 << 20  # an array among the user's roots is looked at from this size
 # an array under one holder is watched once it has grown this much since first seen there,
@@ -41,7 +40,7 @@ def big_arrays(
     (``self.window = np.concatenate([self.window, block])``) is found only by its holder.
     Only ``type()`` and C getters (``base``, ``nbytes``; a tensor's ``_base``, ``nelement``,
     ``element_size``) are asked of what is reached."""
-    ndarray, tensor = _class("numpy", "ndarray"), _class("torch", "Tensor")
+    ndarray, tensor = loaded_class("numpy", "ndarray"), loaded_class("torch", "Tensor")
     if ndarray is None and tensor is None:
         return []
 
@@ -57,13 +56,6 @@ def big_arrays(
         return cls is tees.TEE and tees.backlog(value) >= TEE_BACKLOG
 
     return find_matching(big, deadline, limit=limit, depth=3)
-
-
-def _class(module: str, name: str) -> Any:
-    """A class of a library the target has imported, without importing it."""
-    mod = sys.modules.get(module)
-    cls = vars(mod).get(name) if isinstance(mod, types.ModuleType) else None
-    return cls if isinstance(cls, type) else None
 
 
 def _tensor_bytes(t: Any) -> int:

@@ -22,7 +22,7 @@ import weakref
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 from . import graphs
-from .typeinfo import Kinds, is_heap_type, type_name
+from .typeinfo import Kinds, is_heap_type, loaded_class, type_name
 
 # the dicts whose last items are read in insertion order (elem_types)
 DICT_TYPES = (dict, collections.OrderedDict, collections.defaultdict)
@@ -108,9 +108,8 @@ def take(
                 live.setdefault(group, []).append((weakref.ref(cls), n))
         # torch imported, no tensor made yet (a census before the loop): count from zero,
         # so the tensors made from now on are counted at every cheap sample
-        torch = sys.modules.get("torch")
-        tensor = vars(torch).get("Tensor") if isinstance(torch, type(sys)) else None
-        if isinstance(tensor, type) and tensor not in counts and is_heap_type(tensor):
+        tensor = loaded_class("torch", "Tensor")
+        if tensor is not None and tensor not in counts and is_heap_type(tensor):
             live.setdefault(_LIVE_GROUP["tensor"], []).append((weakref.ref(tensor), 0))
         tensor = None
     types: Dict[str, Dict[str, Any]] = {}

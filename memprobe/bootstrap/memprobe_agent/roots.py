@@ -22,7 +22,6 @@ from __future__ import annotations
 import _thread
 import collections
 import gc
-import sys
 import time
 import types
 import weakref
@@ -32,7 +31,7 @@ from . import frames
 from .census import CONTAINER_TYPES
 from .holders import FOLLOWABLE, Step, c_fields, result, thread_local_dicts
 from .lrucache import LRU_WRAPPER, lru_cache_dict
-from .typeinfo import instance_dict, mro, type_dict
+from .typeinfo import instance_dict, loaded_class, mro, type_dict
 from .userroots import LIBS, USER, Start, frame_roots, modules
 from .userroots import is_user_file as is_user_file
 from .userroots import is_user_module as is_user_module
@@ -116,9 +115,8 @@ def search(targets: Set[int], deadline: float) -> Dict[int, Dict[str, Any]]:
     # the registered object's death leaves (all classes' attributes: 0.1 s a census on a
     # framework's heap)
     for name, cls_name, attr in KNOWN_REGISTRIES:
-        mod = sys.modules.get(name)
-        cls = vars(mod).get(cls_name) if isinstance(mod, types.ModuleType) else None
-        v = type_dict(cls).get(attr) if isinstance(cls, type) else None
+        cls = loaded_class(name, cls_name)
+        v = type_dict(cls).get(attr) if cls is not None else None
         if v is not None and id(v) in left:
             steps: List[Step] = [("key", cls_name), ("classattr", attr)]
             found[id(v)] = result(name, ("module", name), steps, True)

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import gc
 import itertools
-from typing import Any, List, Optional
+from typing import Any, List
 
 from .census import qualified
 
-TEE: type = type(itertools.tee(())[0])
-_LINK: Optional[type] = None  # itertools._tee_dataobject, known once a branch shows one
+_BRANCH: Any = itertools.tee(())[0]
+TEE: type = type(_BRANCH)
+LINK: type = type(gc.get_referents(_BRANCH)[0])  # itertools._tee_dataobject: every branch has one
+del _BRANCH
 LINK_ITEMS = 57  # items a link holds when full (CPython's LINKCELLS)
 MAX_LINKS = 20_000  # a backlog is counted this far at most (about 1.1 million items)
 
@@ -32,7 +34,7 @@ def backlog(tee: Any) -> int:
     while link is not None and links < MAX_LINKS:
         links += 1
         refs = gc.get_referents(link)
-        link = refs[-1] if refs and type(refs[-1]) is type(link) else None
+        link = refs[-1] if refs and type(refs[-1]) is LINK else None
     return max(0, links - 1) * LINK_ITEMS
 
 
@@ -42,9 +44,9 @@ def item_types(tee: Any, limit: int = 3) -> List[str]:
     if link is None:
         return []
     out: List[str] = []
-    for item in gc.get_referents(link)[1:-1]:
+    for item in gc.get_referents(link)[1:]:  # (its iterator first, the next link last)
         name = qualified(item)
-        if name not in out and type(item) is not type(link):
+        if name not in out and type(item) is not LINK:
             out.append(name)
         if len(out) >= limit:
             break
@@ -52,10 +54,4 @@ def item_types(tee: Any, limit: int = 3) -> List[str]:
 
 
 def _first_link(tee: Any) -> Any:
-    global _LINK
-    for ref in gc.get_referents(tee):
-        if _LINK is None and type(ref).__name__ == "_tee_dataobject":
-            _LINK = type(ref)
-        if type(ref) is _LINK:
-            return ref
-    return None
+    return next((ref for ref in gc.get_referents(tee) if type(ref) is LINK), None)

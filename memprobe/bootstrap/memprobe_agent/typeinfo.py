@@ -9,6 +9,7 @@ them (see census.py).
 from __future__ import annotations
 
 import sys
+import types
 from typing import Any, Dict, Optional, Set, Tuple
 
 _TYPE_MODULE = type.__dict__["__module__"]
@@ -35,6 +36,14 @@ def mro(cls: type) -> Tuple[type, ...]:
     except Exception:  # noqa: BLE001
         return ()
     return value if isinstance(value, tuple) else ()
+
+
+def loaded_class(module: str, name: str) -> Optional[type]:
+    """A class of a module the target has imported (``numpy.ndarray``, ``weakref.finalize``),
+    without importing it; None when the module is not loaded or has no such class."""
+    mod = sys.modules.get(module)
+    cls = vars(mod).get(name) if isinstance(mod, types.ModuleType) else None
+    return cls if isinstance(cls, type) else None
 
 
 def type_dict(cls: type) -> Any:
