@@ -93,25 +93,29 @@ def item_types(obj: Any) -> List[str]:
 
 class GrownArrays:
     """Arrays that grew under their holder, from census to census: only (first bytes, last
-    bytes, censuses in a row) by holder are kept, no reference to an array."""
+    bytes, censuses in a row, last length) by holder are kept, no reference to an array."""
 
     def __init__(self) -> None:
-        self.sizes: Dict[str, Tuple[int, int, int]] = {}
+        self.sizes: Dict[str, Tuple[int, int, int, int]] = {}
 
-    def grown(self, found: List[Tuple[str, Any]]) -> List[Any]:
+    def grown(self, found: List[Tuple[str, Any]]) -> List[Tuple[Any, int]]:
         """Of the big arrays ``found`` (holder, array) by ``big_arrays``, those that grew
         under their holder: larger than at the last census, by ``ARRAY_GROWTH`` bytes since
         the holder was first seen, and seen there at ``ARRAY_RUN`` censuses in a row (a
-        function's temporaries, present only when a census lands inside it, are not)."""
-        seen: Dict[str, Tuple[int, int, int]] = {}
-        grown: List[Any] = []
+        function's temporaries, present only when a census lands inside it, are not). Each
+        with its ``length`` at the last census: where its growth is counted from (a new
+        object every step, or one no census listed before: the tracker has no length of
+        its own for it, and counting from nothing made a rate too high by as much as it
+        had before)."""
+        seen: Dict[str, Tuple[int, int, int, int]] = {}
+        grown: List[Tuple[Any, int]] = []
         for holder, arr in found:
-            now = size(arr)
-            first, last, run = self.sizes.get(holder, (now, -1, 0))
-            seen[holder] = (first, now, run + 1)
+            now, n = size(arr), length(arr)
+            first, last, run, before = self.sizes.get(holder, (now, -1, 0, n))
+            seen[holder] = (first, now, run + 1, n)
             tee = type(arr) is tees.TEE
             needed, runs = (TEE_GROWTH, TEE_RUN) if tee else (ARRAY_GROWTH, ARRAY_RUN)
             if run + 1 >= runs and now > last and now - first >= needed:
-                grown.append(arr)
+                grown.append((arr, before))
         self.sizes = seen
         return grown

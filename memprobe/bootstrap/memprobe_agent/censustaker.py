@@ -179,7 +179,8 @@ class CensusTaker:
             res["lengths"][id(obj)] = len(obj)
         # an array grown under the same holder since the last census (each step a new
         # object: np.concatenate, np.append) is watched like a container of its elements
-        for obj in self.tracker.arrays.grown(arrays.big_arrays(holder_deadline)):
+        before: Dict[int, int] = {}
+        for obj, before[id(obj)] in self.tracker.arrays.grown(arrays.big_arrays(holder_deadline)):
             res["containers"][id(obj)] = obj
             res["lengths"][id(obj)] = arrays.length(obj)
         obj = None
@@ -189,6 +190,7 @@ class CensusTaker:
             step,
             holder_deadline,
             {id(res), id(v), id(payload), id(counts)},
+            before,
         )
         del res
         payload["timings"]["holders_s"] = round(time.perf_counter() - t_hold, 4)

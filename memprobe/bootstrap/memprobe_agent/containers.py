@@ -261,9 +261,11 @@ class ContainerTracker:
         step: Optional[int],
         deadline: float,
         exclude: Set[int],
+        before: Optional[Dict[int, int]] = None,
     ) -> Tuple[Dict[str, float], List[Dict[str, Any]]]:
         """Fold one census' containers in. Empties ``containers`` (drops every reference to the
-        target's objects) before it looks for holders."""
+        target's objects) before it looks for holders. ``before``: lengths at the last census
+        of candidates the tracker did not see then (an array rebuilt longer every step)."""
         exclude = exclude | self.own_ids() | {id(containers)}
         # a module's globals and sys.modules grow while the target imports: not leaks
         namespaces = set(holders.module_dicts()) | {id(sys.modules)}
@@ -313,7 +315,8 @@ class ContainerTracker:
         # take the slot of the user's list (see _rank)
         order = [cid for _, _, cid in grown[:MAX_CANDIDATES]] if room else []
         picks = {cid: containers[cid] for cid in order}
-        sizes = {cid: (lengths[cid], prev.get(cid, 0)) for cid in order}
+        earlier = before or {}
+        sizes = {cid: (lengths[cid], prev.get(cid, earlier.get(cid, 0))) for cid in order}
         is_new = {cid for cid in order if cid not in prev}
         self.prev = lengths
         containers.clear()
@@ -346,8 +349,8 @@ class ContainerTracker:
                 continue
             followed.add(r["holder"])
             room -= 1
-            n, before = sizes[cid]
-            w = Watch(r, qualified(obj), n, before, step)
+            n, was = sizes[cid]
+            w = Watch(r, qualified(obj), n, was, step)
             w.elem_types = arrays.item_types(obj)
             w.key_types = elem_types(obj, keys=True)
             w.count_graphs(obj)
