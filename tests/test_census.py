@@ -280,6 +280,26 @@ def test_the_registry_of_weakref_finalize_is_named() -> None:
             f.detach()
 
 
+def test_the_logging_manager_s_dict_of_loggers_is_named_as_logging_knows_it() -> None:
+    import logging
+
+    # GIVEN a logger per session, each kept by the session a user's module holds (so a
+    # path from the user's roots reaches the manager's dict too, through any logger)
+    mod: Any = types.ModuleType("session_demo")
+    mod.__file__ = "/srv/app/session_demo.py"
+    mod.sessions = [{"log": logging.getLogger(f"session_demo.s{i}")} for i in range(3)]
+    loggers = id(logging.Logger.manager.loggerDict)
+    sys.modules[mod.__name__] = mod
+    try:
+        found = roots.search({loggers}, time.perf_counter() + FAR)
+        # THEN it is named where a person looks it up, not through a session's logger,
+        # and found again by that path
+        assert found[loggers]["holder"] == "logging.Logger.manager.loggerDict"
+        assert id(holders.resolve(found[loggers]["path"])) == loggers
+    finally:
+        del sys.modules[mod.__name__]
+
+
 Polled = Tuple[Dict[str, float], List[Dict[str, Any]], Dict[str, float]]
 
 
@@ -1123,3 +1143,85 @@ def test_open_figures_are_what_pyplot_holds_not_every_live_figure() -> None:
     # THEN pyplot holds none open, though the figure lives on
     assert values["figures:open"] == 0
     assert fig is not None
+
+
+class _History(list):  # type: ignore[type-arg]
+    """A program's list subclass that adds behaviour but reads as a list."""
+
+    def last(self) -> Any:
+        return self[-1]
+
+
+class _Guarded(list):  # type: ignore[type-arg]
+    """A list subclass whose length is the program's own code."""
+
+    calls = 0
+
+    def __len__(self) -> int:
+        type(self).calls += 1
+        return list.__len__(self)
+
+
+def test_container_subclasses_that_read_as_their_base_are_watched_by_holder() -> None:
+    from unittest import mock
+
+    # GIVEN a Counter of tokens, a Mock "spy" that records every call, and a list subclass,
+    # all growing under the user's names; beside them a list subclass whose __len__ is
+    # the program's own code
+    mod: Any = types.ModuleType("subclass_demo")
+    mod.__file__ = "/srv/app/subclass_demo.py"  # a module of the user's, not a library's
+    mod.vocab = collections.Counter()
+    mod.spy = mock.Mock(wraps=lambda batch: batch)
+    mod.history = _History()
+    mod.guarded = _Guarded()
+    sys.modules[mod.__name__] = mod
+
+    def grow(steps: int) -> None:
+        for _ in range(steps):
+            n = len(mod.history)
+            mod.vocab.update({f"tok{n}-{k}": 1 for k in range(3)})
+            mod.spy({"x": [0.0] * 8})
+            mod.history.append({"step": n})
+            list.append(mod.guarded, n)
+
+    grow(5)
+    _Guarded.calls = 0
+    try:
+        _, census = _censuses_growing(grow)
+        # THEN each is watched under the name a person knows it by, with its items' type
+        entries = {e["holder"]: e for e in census["containers"]}
+        assert entries["subclass_demo.vocab"]["type"] == "collections.Counter"
+        assert entries["subclass_demo.vocab"]["elem_types"] == ["int"]
+        calls = [h for h in entries if h.startswith("subclass_demo.spy.")]
+        assert calls and all(entries[h]["type"] == "unittest.mock._CallList" for h in calls)
+        assert entries["subclass_demo.history"]["elem_types"] == ["dict"]
+        assert census["v"]["container:subclass_demo.history:len"] == len(mod.history)
+        # AND the one that reads through the program's code is left alone: never called
+        assert "subclass_demo.guarded" not in entries
+        assert _Guarded.calls == 0
+    finally:
+        del sys.modules[mod.__name__]
+
+
+def test_a_class_the_program_made_and_dropped_is_not_kept_by_the_census() -> None:
+    import gc
+    import weakref
+
+    # GIVEN a class made at run time (a namedtuple per call, a model class per trial),
+    # instances of it under the user's roots while the censuses run
+    mod: Any = types.ModuleType("dyn_demo")
+    mod.__file__ = "/srv/app/dyn_demo.py"
+    mod.Made = collections.namedtuple("Made", "a b")  # type: ignore[misc]
+    mod.rows = [mod.Made(i, [i]) for i in range(50)]
+    sys.modules[mod.__name__] = mod
+    try:
+        _censuses_growing(lambda n: mod.rows.extend(mod.Made(i, [i]) for i in range(n)))
+        # WHEN the program drops it
+        gone = weakref.ref(mod.Made)
+        mod.rows = []
+        del mod.Made
+        gc.collect()
+        # THEN nothing of the agent's keeps it alive
+        assert gone() is None
+    finally:
+        del sys.modules[mod.__name__]

@@ -321,6 +321,18 @@ def test_the_finalize_registry_growing_gets_the_bound_method_hint() -> None:
     assert c.fix_hint is not None and "bound method" in c.fix_hint
 
 
+def test_the_logging_manager_s_loggers_growing_get_the_logger_per_name_hint() -> None:
+    loggers = "logging.Logger.manager.loggerDict"
+    entries = [
+        census(5, containers=[]),
+        census(25, containers=[box(loggers, 400, 20, "logging.Logger", "dict")]),
+        census(205, containers=[box(loggers, 3000, 20, "logging.Logger", "dict")]),
+    ]
+    c = culprit_for("rss_bytes", build_profile(entries))
+    assert c is not None and c.holder == loggers
+    assert c.fix_hint is not None and "LoggerAdapter" in c.fix_hint
+
+
 def test_a_tee_branch_read_late_gets_the_tee_hint() -> None:
     branch = "main:audit_stream"
     entries = [

@@ -180,3 +180,26 @@ def test_a_large_dict_of_arrays_is_sized_by_its_values_as_well_as_its_keys() -> 
     # (an even stride over keys and values in turn picked keys only)
     assert not exact
     assert 18.75 * 2**20 <= est <= 1.2 * 18.75 * 2**20
+
+
+def test_a_container_subclass_is_sized_by_its_items_through_its_base() -> None:
+    from unittest import mock
+
+    from memprobe.bootstrap.memprobe_agent import sizes
+
+    class Tally(collections.Counter):  # type: ignore[type-arg]
+        def __sizeof__(self) -> int:  # the program's own code: never run
+            raise AssertionError("ran the program's __sizeof__")
+
+    # GIVEN a Mock "spy" that recorded 100 calls with a 4 KB array each, and a Counter
+    # subclass of text keys
+    spy = mock.Mock(wraps=lambda batch: batch)
+    for _ in range(100):
+        spy(np.zeros(1000, dtype=np.float32))
+    tally = Tally({f"token-{i}": i for i in range(100)})
+    # THEN its call list holds the arrays its _Call tuples keep (≈ 400 KB), not the 128 B
+    # of an empty object; the Counter about what the same dict holds
+    held, _ = sizes.deep_size(spy._mock_call_args_list)
+    assert 400_000 <= held <= 600_000
+    plain, _ = sizes.deep_size(dict(tally))
+    assert 0.9 * plain <= sizes.deep_size(tally)[0] <= 1.2 * plain

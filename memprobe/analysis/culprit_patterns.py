@@ -17,6 +17,7 @@ from memprobe.analysis.hints import (
     HINT_GROWING_ARRAY,
     HINT_GROWING_TENSOR,
     HINT_HOOKS,
+    HINT_LOGGERS,
     HINT_LRU,
     HINT_MODULE,
     HINT_NUMPY,
@@ -33,6 +34,7 @@ FIGURE = "matplotlib.figure.Figure"
 NDARRAY = wire.NDARRAY
 SCALARS = wire.SCALAR_TYPES
 FINALIZE_REGISTRY = "weakref.finalize._registry"  # named so by the agent (roots.py)
+LOGGER_REGISTRY = "logging.Logger.manager.loggerDict"  # likewise
 TEE_BRANCH = "itertools._tee"  # watched by its backlog (the agent's tees.py)
 
 
@@ -201,6 +203,8 @@ def _container(prof: Profile, box: Container) -> Culprit:
         hint = HINT_LRU
     elif box.holder == FINALIZE_REGISTRY:
         hint = HINT_FINALIZE
+    elif box.holder == LOGGER_REGISTRY:
+        hint = HINT_LOGGERS
     elif box.type == TEE_BRANCH:
         hint = HINT_TEE
     elif box.holder.endswith(("._backward_hooks", "._post_accumulate_grad_hooks")):

@@ -50,6 +50,12 @@ HINT_FINALIZE = (
     "`obj` alive for good: pass a plain function and only what it frees "
     "(`weakref.finalize(self, release, self.handle)`)"
 )
+HINT_LOGGERS = (
+    "`logging.getLogger(name)` keeps every logger it has made for the life of the process, "
+    "with its handlers and filters: a name per session, request or run is a logger that "
+    "never goes; log through one logger per module and put what varies in `extra=` or a "
+    "`logging.LoggerAdapter`"
+)
 HINT_TEE = (
     "an `itertools.tee` branch read behind the others keeps every item they have taken since: "
     "read the branches in step (`zip`), or keep only what the late reader needs (a list of "

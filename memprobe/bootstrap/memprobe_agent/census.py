@@ -22,13 +22,17 @@ import weakref
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 from . import graphs
-from .typeinfo import Kinds, is_heap_type, loaded_class, type_name
+from .typeinfo import Kinds, is_heap_type, loaded_class, mro, type_dict, type_name
 
 # the dicts whose last items are read in insertion order (elem_types)
 DICT_TYPES = (dict, collections.OrderedDict, collections.defaultdict)
 CONTAINER_TYPES = frozenset(
     [list, dict, set, collections.deque, collections.OrderedDict, collections.defaultdict]
 )
+_CONTAINER_BASES = tuple(CONTAINER_TYPES)
+# how a container's items and length are read (len, elem_types, the watch's counts and
+# sizes): a subclass that defines none of them reads as its base, all in C
+_READS = ("__len__", "__getitem__", "__iter__", "__reversed__", "keys", "values", "items", "maxlen")
 TOP_TYPES = 15  # types listed in the payload by count (plus the watched ones)
 _WRAPPER = "autograd node wrapper"  # a route of the object pass, no kind of the payload
 
@@ -72,12 +76,14 @@ def take(
     # framework's census)
     route: Dict[type, str] = dict(kinds.of)
     route.update(dict.fromkeys(graphs.node_types().intersection(counts), _WRAPPER))
-    wanted = set(route) | CONTAINER_TYPES
+    # containers: the builtin ones and their subclasses that read as they do (a Counter)
+    cont_types = CONTAINER_TYPES.union(container_subclasses(counts))
+    wanted = set(route) | cont_types
     picked = list(itertools.compress(objs, map(wanted.__contains__, classes)))
     del objs, classes
     # most of what is picked is containers: split in C, only the rest by a loop
     picked_classes = list(map(type, picked))
-    conts = list(itertools.compress(picked, map(CONTAINER_TYPES.__contains__, picked_classes)))
+    conts = list(itertools.compress(picked, map(cont_types.__contains__, picked_classes)))
     by_kind: Dict[str, List[Any]] = collections.defaultdict(list)
     for obj in itertools.compress(picked, map(route.__contains__, picked_classes)):
         by_kind[route[type(obj)]].append(obj)
@@ -350,13 +356,41 @@ def qualified(obj: Any) -> str:
     return type_name(type(obj))
 
 
+def container_base(cls: type) -> Optional[type]:
+    """The container type (``CONTAINER_TYPES``) that ``cls`` is, or subclasses without
+    defining how its items are read (``collections.Counter``, ``unittest.mock``'s
+    ``_CallList``, a program's ``class History(list)``); None for any other class. Read from
+    the types' own namespaces: no code of the class runs."""
+    if cls in CONTAINER_TYPES:
+        return cls
+    for base in mro(cls):
+        if base in CONTAINER_TYPES:
+            return base
+        own = type_dict(base)
+        if any(name in own for name in _READS):
+            return None
+    return None
+
+
+def container_subclasses(classes: Any) -> Dict[type, type]:
+    """Of ``classes`` (a census' types), the container subclasses ``container_base``
+    reads as their base, each with that base."""
+    out: Dict[type, type] = {}
+    for cls in classes:
+        if cls not in CONTAINER_TYPES and issubclass(cls, _CONTAINER_BASES):
+            base = container_base(cls)
+            if base is not None:
+                out[cls] = base
+    return out
+
+
 def elem_types(container: Any, limit: int = 3, keys: bool = False) -> List[str]:
     """Types of a container's last few items (values for a dict), by ``type()`` only.
     ``keys``: a dict's last few keys instead, none for any other container (a dict keyed by
     text or tuples holds its keys' bytes as it grows, whatever its values are: a cache keyed
     by each input's text, the ``__warningregistry__`` that ``warnings`` fills with every
     distinct message)."""
-    cls = type(container)
+    cls = container_base(type(container))
     try:
         if keys and cls not in DICT_TYPES:
             items = []

@@ -16,7 +16,7 @@ import time
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from . import arrays, frames, graphs, holders, lrucache, roots, sizes, wire
-from .census import DICT_TYPES, elem_types, qualified
+from .census import DICT_TYPES, container_base, elem_types, qualified
 
 MAX_WATCH = 8
 NEW_PER_CENSUS = 3
@@ -97,17 +97,18 @@ class Watch:
         ttypes = tensor_types()
         n = len(obj)
         # lists, deques and dicts (insertion-ordered) grow at their end: count new items only
-        ordered = type(obj) in (list, collections.deque) or type(obj) in DICT_TYPES
+        base = container_base(type(obj))
+        ordered = base in (list, collections.deque) or base in DICT_TYPES
         if self.graphs is None or n < self.counted or not ordered:
             self.graphs, self.counted = 0, 0
         if n - self.counted > MAX_COUNT:
             self.graphs = None
             return
         try:
-            if type(obj) is list:
+            if base is list:
                 items = obj[self.counted : n]  # islice would step over every older item
             else:
-                values = obj.values() if type(obj) in DICT_TYPES else obj
+                values = obj.values() if base in DICT_TYPES else obj
                 items = list(itertools.islice(values, self.counted, n))
         except Exception:  # noqa: BLE001 - changed under us by another thread
             return
@@ -157,9 +158,10 @@ class Watch:
     def measure(self, obj: Any) -> None:
         """Bytes its items hold now (bounded: see sizes.py), and a deque's or an
         lru_cache's bound."""
-        if type(obj) is collections.deque:
+        base = container_base(type(obj))
+        if base is collections.deque:
             self.maxlen = obj.maxlen  # a C getter
-        elif not self.lru_read and type(obj) is dict:
+        elif not self.lru_read and base is dict:
             self.lru_read = True
             wrapper = self.lru_wrapper()  # the cache itself, not one of its results
             if wrapper is not None and lrucache.lru_cache_dict(wrapper) is obj:

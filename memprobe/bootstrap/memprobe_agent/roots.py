@@ -45,8 +45,15 @@ DEEP_DEPTH = 7
 # and below that depth, down a tree of dicts only (a trie, a nested index: ``index._root['c']
 # ['o']['u']…``), this deep: every node a dict, each a dict value of the one above
 TREE_DEPTH = 32
-# (module, class, attribute)
-KNOWN_REGISTRIES = (("weakref", "finalize", "_registry"),)
+# registries the standard library keeps on a class, which a user's call joins and only
+# the registered object's death (or nothing) leaves: (module, class, class attribute, then
+# instance attributes). Named so before any path from the user's roots: a logger a session
+# keeps leads to its manager's dict too, but ``logging.Logger.manager.loggerDict`` is the
+# name a person knows and looks up
+KNOWN_REGISTRIES: Tuple[Tuple[str, str, str, Tuple[str, ...]], ...] = (
+    ("weakref", "finalize", "_registry", ()),
+    ("logging", "Logger", "manager", ("loggerDict",)),
+)
 MAX_ITEMS = 2000  # items looked at per container on the way down
 MAX_NODES = 100_000
 _DICTS = (dict, collections.OrderedDict, collections.defaultdict)
@@ -72,10 +79,17 @@ _WEAKREF_OFFSET = type.__dict__["__weakrefoffset__"]
 
 def search(targets: Set[int], deadline: float) -> Dict[int, Dict[str, Any]]:
     """id of each target found -> holder result (see ``holders.result``)."""
-    found: Dict[int, Dict[str, Any]] = {}
-    if not targets:
+    try:
+        return _search(targets, deadline)
+    finally:
+        _ATOMIC.clear()
+
+
+def _search(targets: Set[int], deadline: float) -> Dict[int, Dict[str, Any]]:
+    found = _known_registries(targets)
+    if not targets or len(found) == len(targets):
         return found
-    seen: Set[int] = set()
+    seen: Set[int] = set(found)
     budget = [MAX_NODES]
     user_mods, lib_mods = modules(LIBS)
     starts: List[Start] = [
@@ -111,14 +125,22 @@ def search(targets: Set[int], deadline: float) -> Dict[int, Dict[str, Any]]:
         left -= hits
         if not left:
             return found
-    # registries the standard library keeps on a class, which a user's call joins and only
-    # the registered object's death leaves (all classes' attributes: 0.1 s a census on a
-    # framework's heap)
-    for name, cls_name, attr in KNOWN_REGISTRIES:
+    return found
+
+
+def _known_registries(targets: Set[int]) -> Dict[int, Dict[str, Any]]:
+    """The targets that are one of ``KNOWN_REGISTRIES`` (a table, not a pass over all
+    library classes' attributes: that took 0.1 s a census on a framework's heap)."""
+    found: Dict[int, Dict[str, Any]] = {}
+    for name, cls_name, attr, more in KNOWN_REGISTRIES:
         cls = loaded_class(name, cls_name)
         v = type_dict(cls).get(attr) if cls is not None else None
-        if v is not None and id(v) in left:
-            steps: List[Step] = [("key", cls_name), ("classattr", attr)]
+        steps: List[Step] = [("key", cls_name), ("classattr", attr)]
+        for sub in more:
+            d = instance_dict(v) if v is not None else None
+            v = d.get(sub) if d is not None else None
+            steps.append(("attr", sub))
+        if v is not None and id(v) in targets:
             found[id(v)] = result(name, ("module", name), steps, True)
     return found
 
@@ -134,6 +156,15 @@ def find_matching(
     This looks at the roots as they are now. ``match`` sees only values a walk reaches
     and must be cheap and side-effect free (``type()`` checks, C getters).
     """
+    try:
+        return _find_matching(match, deadline, limit, depth)
+    finally:
+        _ATOMIC.clear()
+
+
+def _find_matching(
+    match: Callable[[Any], bool], deadline: float, limit: int, depth: int
+) -> List[Tuple[str, Any]]:
     out: List[Tuple[str, Any]] = []
     seen: Set[int] = set()
     user_mods, _ = modules(LIBS)
@@ -258,6 +289,8 @@ def _steps(path: Any) -> List[Step]:
     return out
 
 
+# leaf or not, by class, for one walk: emptied after each (a class the program makes and
+# drops, a namedtuple per call, must not be kept alive by the agent)
 _ATOMIC: Dict[type, bool] = {}
 
 
