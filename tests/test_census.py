@@ -1225,3 +1225,43 @@ def test_a_class_the_program_made_and_dropped_is_not_kept_by_the_census() -> Non
         assert gone() is None
     finally:
         del sys.modules[mod.__name__]
+
+
+def test_what_keeps_a_growing_type_with_no_container_is_watched_by_holder() -> None:
+    import gc
+    import io
+    import pickle
+    import weakref
+
+    # GIVEN one Pickler reused for a whole stream: its memo (a C table, no dict or list)
+    # keeps every record it wrote, and records pile up with no container to show for it
+    class Writer(pickle.Pickler):  # (a subclass: weakly referable, to see it freed)
+        pass
+
+    mod: Any = types.ModuleType("keeper_demo")
+    mod.__file__ = "/srv/app/keeper_demo.py"
+    mod.writer = types.SimpleNamespace(_pickler=Writer(io.BytesIO(), protocol=5))
+
+    def grow(steps: int) -> None:
+        for i in range(steps):
+            mod.writer._pickler.dump({"frame": i, "pos": [float(i)] * 4})
+
+    sys.modules[mod.__name__] = mod
+    try:
+        exp, census = _censuses_growing(grow)
+        # THEN what keeps them is watched under its holder, its length what it refers to
+        holder = "keeper_demo.writer._pickler"
+        entry = next(e for e in census["containers"] if e["holder"] == holder)
+        assert entry["type"].endswith(".Writer")
+        assert census["v"][f"container:{holder}:len"] >= 80  # 40 records, 2 objects each
+        # AND it is read again between censuses by its path
+        grow(10)
+        assert exp.tracker.poll()[f"container:{holder}:len"] >= entry["len"] + 20
+        # AND nothing keeps a Pickler the program let go
+        gone = weakref.ref(mod.writer._pickler)
+        mod.writer._pickler = None
+        exp._census(65, time.monotonic(), None)
+        gc.collect()
+        assert gone() is None
+    finally:
+        del sys.modules[mod.__name__]

@@ -333,6 +333,18 @@ def test_the_logging_manager_s_loggers_growing_get_the_logger_per_name_hint() ->
     assert c.fix_hint is not None and "LoggerAdapter" in c.fix_hint
 
 
+def test_a_pickler_that_keeps_what_it_wrote_gets_the_clear_memo_hint() -> None:
+    keeper = "main:writer._pickler"
+    entries = [
+        census(5, containers=[]),
+        census(25, containers=[box(keeper, 400, 20, "dict", "_pickle.Pickler")]),
+        census(205, containers=[box(keeper, 3000, 20, "dict", "_pickle.Pickler")]),
+    ]
+    c = culprit_for("rss_bytes", build_profile(entries))
+    assert c is not None and c.holder == keeper
+    assert c.fix_hint is not None and "clear_memo()" in c.fix_hint
+
+
 def test_a_tee_branch_read_late_gets_the_tee_hint() -> None:
     branch = "main:audit_stream"
     entries = [

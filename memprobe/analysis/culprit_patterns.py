@@ -22,6 +22,7 @@ from memprobe.analysis.hints import (
     HINT_MODULE,
     HINT_NUMPY,
     HINT_OBJECTS,
+    HINT_PICKLER,
     HINT_TEE,
     HINT_TREE,
 )
@@ -207,6 +208,8 @@ def _container(prof: Profile, box: Container) -> Culprit:
         hint = HINT_LOGGERS
     elif box.type == TEE_BRANCH:
         hint = HINT_TEE
+    elif box.type.endswith("Pickler"):
+        hint = HINT_PICKLER  # a keeper of references (the agent's referents.py)
     elif box.holder.endswith(("._backward_hooks", "._post_accumulate_grad_hooks")):
         hint = HINT_HOOKS
     else:

@@ -56,6 +56,11 @@ HINT_LOGGERS = (
     "never goes; log through one logger per module and put what varies in `extra=` or a "
     "`logging.LoggerAdapter`"
 )
+HINT_PICKLER = (
+    "a `pickle.Pickler` keeps every object it has written in its memo (to write it once and "
+    "refer back to it): call `pickler.clear_memo()` after each record, or `pickle.dumps` "
+    "each record on its own"
+)
 HINT_TEE = (
     "an `itertools.tee` branch read behind the others keeps every item they have taken since: "
     "read the branches in step (`zip`), or keep only what the late reader needs (a list of "

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Tuple
 
-from . import tees, wire
+from . import referents, tees, wire
 from .census import elem_types, qualified
 from .roots import find_matching
 from .typeinfo import loaded_class
@@ -72,13 +72,15 @@ def size(obj: Any) -> int:
 
 def length(obj: Any) -> int:
     """A container's length; an array's or a tensor's element count (``size``: a (16, T)
-    window grows along T, while ``len`` is 16)."""
+    window grows along T, while ``len`` is 16); what a keeper (referents.py) refers to."""
     name = qualified(obj)
     if name == wire.NDARRAY:
         return int(obj.size)
     if type(obj) is tees.TEE:
         return tees.backlog(obj)
-    return int(obj.nelement()) if name == wire.TENSOR else len(obj)
+    if name == wire.TENSOR:
+        return int(obj.nelement())
+    return referents.count(obj) if referents.is_keeper_type(type(obj)) else len(obj)
 
 
 def item_types(obj: Any) -> List[str]:
@@ -88,6 +90,8 @@ def item_types(obj: Any) -> List[str]:
         return [str(obj.dtype)]
     if type(obj) is tees.TEE:
         return tees.item_types(obj)
+    if referents.is_keeper_type(type(obj)):
+        return referents.item_types(obj)
     return elem_types(obj)
 
 

@@ -46,6 +46,7 @@ def take(
     want: FrozenSet[str] = frozenset(),
     name: Optional[Callable[[Set[int]], Dict[int, str]]] = None,
     largest_before: int = 0,
+    sample_of: FrozenSet[str] = frozenset(),
 ) -> Dict[str, Any]:
     """One census. Returns {"v": signals, "payload": details, "containers": {id: obj},
     "lengths": {id: len}, "graph_roots": [(grad_fn, a tensor holding it, its holder or None)],
@@ -55,6 +56,8 @@ def take(
 
     ``containers`` holds the target's containers of at least ``min_len`` items for
     the holder tracker; the caller must drop it before the census returns control.
+    ``samples`` likewise: for each type named in ``sample_of``, a few of its instances
+    (the youngest and the oldest: see ``_samples``).
     ``name`` (ids of the tensors that hold a graph -> the holder a person knows them
     by) puts the named ones first: their roots are read before the wrapper budget runs
     out on the nameless ones (old tensors a carried graph keeps alive).
@@ -69,6 +72,7 @@ def take(
         objs = objs[::stride]
     classes = list(map(type, objs))  # once: the passes below read it
     counts = collections.Counter(classes)
+    samples = _samples(objs, classes, counts, sample_of) if sample_of else {}
     kinds = Kinds(counts)
     # autograd-node wrappers alive now (the target's and earlier censuses'): what the
     # graph walk may add to them is bounded (see graphs.py). Picked in the same pass as the
@@ -193,7 +197,27 @@ def take(
         "wrap_budget": budget,
         "wrappers": wrappers_by_id,
         "live": live,
+        "samples": samples,
     }
+
+
+def _samples(
+    objs: List[Any], classes: List[type], counts: Any, names: FrozenSet[str]
+) -> Dict[str, List[Any]]:
+    """A few instances of each type named: the first in ``gc.get_objects()``'s order (the
+    youngest generation comes first) and the last (the oldest), found in C."""
+    out: Dict[str, List[Any]] = {}
+    backwards: Optional[List[type]] = None
+    for cls in counts:
+        name = type_name(cls)
+        if name not in names:
+            continue
+        if backwards is None:
+            backwards = classes[::-1]
+        first = classes.index(cls)
+        last = len(classes) - 1 - backwards.index(cls)
+        out[name] = [objs[first]] + ([objs[last]] if last != first else [])
+    return out
 
 
 NAMELESS_ROOTS = 256  # graph roots read per census for tensors nobody names

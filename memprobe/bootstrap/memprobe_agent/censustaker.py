@@ -22,12 +22,16 @@ import time
 from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
-from . import arrays, carried, census, graphs, roots, threadsafe, wire
+from . import arrays, carried, census, graphs, referents, roots, threadsafe, wire
 from .budget import Budget
 from .containers import ContainerTracker
 from .tmwindow import TraceWindow
 
 MAX_WATCHED_TYPES = 12
+# a growing type no watched container explains: its instances' referrers are read for a
+# keeper (referents.py) at this many censuses at most, then it is left to the counts
+KEEPER_TRIES = 3
+KEEPER_DELTA = 32  # gained between two censuses: a type worth a heap scan for its keeper
 SUSPICIOUS_DELTA = 4  # items gained between two censuses that start a tracemalloc window
 # a container the gc does not track is looked for from the roots once it has this many items
 UNTRACKED_MIN_LEN = 16
@@ -99,6 +103,8 @@ class CensusTaker:
     rss_peak: int
     prev_counts: Dict[str, int]
     watched_types: Dict[str, int]
+    sample_types: List[str]  # growing types to look for a keeper of (referents.py)
+    keeper_tries: Dict[str, int]
     prev_v: Dict[str, float]
     grew_before: Dict[str, bool]
     box_bytes: Dict[str, Tuple[float, int]]
@@ -148,6 +154,7 @@ class CensusTaker:
             self.based = True
             self.prev_counts, self.tracker = {}, ContainerTracker()
             self.watched_types.clear()
+            self.sample_types = []
         # the high-water mark so far (see expensive._EVIDENCE_RSS)
         self.rss_before = max(rss_before or 0, self.rss_peak) or None
         holder_deadline = time.perf_counter() + self.deadline_s / 2
@@ -158,6 +165,7 @@ class CensusTaker:
             frozenset(self.watched_types),
             lambda ids: {k: r["holder"] for k, r in roots.search(ids, holder_deadline).items()},
             self.largest_before,
+            frozenset(self.sample_types),
         )
         live = res.pop("live", {})
         v: Dict[str, float] = res["v"]
@@ -183,6 +191,15 @@ class CensusTaker:
         for obj, before[id(obj)] in self.tracker.arrays.grown(arrays.big_arrays(holder_deadline)):
             res["containers"][id(obj)] = obj
             res["lengths"][id(obj)] = arrays.length(obj)
+        # what keeps the instances of a type that grows with no container to show for it
+        samples = res.pop("samples", {})
+        if samples and time.perf_counter() < holder_deadline:
+            for name in samples:
+                self.keeper_tries[name] = self.keeper_tries.get(name, 0) + 1
+            for obj in referents.keepers(samples, {id(res), id(payload), id(counts)}):
+                res["containers"][id(obj)] = obj
+                res["lengths"][id(obj)] = referents.count(obj)
+        samples.clear()
         obj = None
         cv, entries = self.tracker.update(
             res["containers"],
@@ -272,6 +289,16 @@ class CensusTaker:
                     self.watched_types.setdefault(g["type"], self.seq)
         self.prev_counts = counts
         payload["growing_types"] = growing[:10]
+        # the fastest growing types that no watched container's items are: look for what
+        # keeps them at the next census (a few tries each)
+        explained = {t for w in self.tracker.watched.values() for t in w.elem_types}
+        self.sample_types = [
+            g["type"]
+            for g in growing
+            if g["delta"] >= KEEPER_DELTA
+            and g["type"] not in explained
+            and self.keeper_tries.get(g["type"], 0) < KEEPER_TRIES
+        ][:2]
         types = payload["types"]
         for name in self.watched_types:
             n = counts.get(name, 0)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Dict, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from . import carried, threadsafe, wire
 from .budget import Budget
@@ -155,6 +155,8 @@ class Expensive(CensusTaker):
         self.last = (now, 0)  # (time, step) of the last census
         self.prev_counts: Dict[str, int] = {}
         self.watched_types: Dict[str, int] = {}
+        self.sample_types: List[str] = []
+        self.keeper_tries: Dict[str, int] = {}
         self.prev_v: Dict[str, float] = {}
         self.rss_before: Optional[int] = None  # RSS's high-water mark up to the last census
         self.rss_peak = 0  # RSS's highest cheap sample so far
