@@ -296,6 +296,11 @@ def test_the_logging_manager_s_dict_of_loggers_is_named_as_logging_knows_it() ->
         # and found again by that path
         assert found[loggers]["holder"] == "logging.Logger.manager.loggerDict"
         assert id(holders.resolve(found[loggers]["path"])) == loggers
+        # AND it ranks for a watch slot with the user's own containers (the user's calls
+        # fill it), not behind them with a library's globals
+        registry = logging.Logger.manager.loggerDict
+        rank = containers._rank(found[loggers], registry, (len(registry), 1), False)
+        assert rank[0] == containers._USER
     finally:
         del sys.modules[mod.__name__]
 

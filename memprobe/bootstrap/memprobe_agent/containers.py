@@ -233,7 +233,8 @@ def _rank(
     if set(elem_types(obj)) <= _REGISTRY_ITEMS and elem_types(obj):
         return (_NEVER, fresh, growth)
     path = r.get("path")
-    if path and path[0][0] == "frame":
+    if (path and path[0][0] == "frame") or r.get("registry"):
+        # (a known registry of the standard library's: filled by the user's own calls)
         return (_USER, fresh, growth)
     if path and path[0][0] == "module":
         name = path[0][1]

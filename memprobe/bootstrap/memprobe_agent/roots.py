@@ -142,6 +142,7 @@ def _known_registries(targets: Set[int]) -> Dict[int, Dict[str, Any]]:
             steps.append(("attr", sub))
         if v is not None and id(v) in targets:
             found[id(v)] = result(name, ("module", name), steps, True)
+            found[id(v)]["registry"] = True  # joined by the user's calls (containers._rank)
     return found
 
 
