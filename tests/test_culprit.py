@@ -308,41 +308,27 @@ def test_a_trie_that_keeps_branching_is_named_by_the_holder_of_the_tree() -> Non
     assert build_profile(entries).tree() is None
 
 
-def test_the_finalize_registry_growing_gets_the_bound_method_hint() -> None:
-    registry = "weakref.finalize._registry"
-    info = "weakref.finalize._Info"
+@pytest.mark.parametrize(
+    ("holder", "elem", "kind", "hint"),
+    [
+        # the standard library's registries the agent names (roots.KNOWN_REGISTRIES)
+        ("weakref.finalize._registry", "weakref.finalize._Info", "dict", "bound method"),
+        ("logging.Logger.manager.loggerDict", "logging.Logger", "dict", "LoggerAdapter"),
+        # a keeper of references, no container (the agent's referents.py)
+        ("main:writer._pickler", "dict", "_pickle.Pickler", "clear_memo()"),
+    ],
+)
+def test_a_known_keeper_growing_gets_its_own_hint(
+    holder: str, elem: str, kind: str, hint: str
+) -> None:
     entries = [
         census(5, containers=[]),
-        census(25, containers=[box(registry, 400, 20, info, "dict")]),
-        census(205, containers=[box(registry, 3000, 20, info, "dict")]),
+        census(25, containers=[box(holder, 400, 20, elem, kind)]),
+        census(205, containers=[box(holder, 3000, 20, elem, kind)]),
     ]
     c = culprit_for("rss_bytes", build_profile(entries))
-    assert c is not None and c.holder == registry
-    assert c.fix_hint is not None and "bound method" in c.fix_hint
-
-
-def test_the_logging_manager_s_loggers_growing_get_the_logger_per_name_hint() -> None:
-    loggers = "logging.Logger.manager.loggerDict"
-    entries = [
-        census(5, containers=[]),
-        census(25, containers=[box(loggers, 400, 20, "logging.Logger", "dict")]),
-        census(205, containers=[box(loggers, 3000, 20, "logging.Logger", "dict")]),
-    ]
-    c = culprit_for("rss_bytes", build_profile(entries))
-    assert c is not None and c.holder == loggers
-    assert c.fix_hint is not None and "LoggerAdapter" in c.fix_hint
-
-
-def test_a_pickler_that_keeps_what_it_wrote_gets_the_clear_memo_hint() -> None:
-    keeper = "main:writer._pickler"
-    entries = [
-        census(5, containers=[]),
-        census(25, containers=[box(keeper, 400, 20, "dict", "_pickle.Pickler")]),
-        census(205, containers=[box(keeper, 3000, 20, "dict", "_pickle.Pickler")]),
-    ]
-    c = culprit_for("rss_bytes", build_profile(entries))
-    assert c is not None and c.holder == keeper
-    assert c.fix_hint is not None and "clear_memo()" in c.fix_hint
+    assert c is not None and c.holder == holder
+    assert c.fix_hint is not None and hint in c.fix_hint
 
 
 def test_a_tee_branch_read_late_gets_the_tee_hint() -> None:
