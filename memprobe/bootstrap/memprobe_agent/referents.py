@@ -21,6 +21,14 @@ from . import tees, wire
 from .census import container_base, qualified
 from .typeinfo import type_name
 
+
+def _cell_type() -> type:
+    """``types.CellType``, which Python has from 3.8 only."""
+    closure = (lambda v: lambda: v)(0).__closure__
+    return type(closure[0]) if closure else type(None)
+
+
+_CELL = _cell_type()
 MIN_REFERENTS = 64
 MAX_KEEPERS = 2  # keepers taken per census
 # what keeps things by design, or is walked by other means: never a keeper
@@ -31,7 +39,7 @@ _NOT_KEEPERS = (
     types.ModuleType,
     types.CodeType,
     types.GeneratorType,
-    types.CellType,
+    _CELL,
     tuple,
     frozenset,
 )
