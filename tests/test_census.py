@@ -14,11 +14,13 @@ from memprobe.bootstrap.memprobe_agent import (
     census,
     cheap,
     containers,
+    containertypes,
     expensive,
     graphs,
     holders,
     lrucache,
     roots,
+    slots,
 )
 from memprobe.bootstrap.memprobe_agent.interrupts import Interrupts
 
@@ -299,8 +301,8 @@ def test_the_logging_manager_s_dict_of_loggers_is_named_as_logging_knows_it() ->
         # AND it ranks for a watch slot with the user's own containers (the user's calls
         # fill it), not behind them with a library's globals
         registry = logging.Logger.manager.loggerDict
-        rank = containers._rank(found[loggers], registry, (len(registry), 1), False)
-        assert rank[0] == containers._USER
+        rank = slots.rank(found[loggers], registry, (len(registry), 1), False)
+        assert rank[0] == slots.USER
     finally:
         del sys.modules[mod.__name__]
 
@@ -418,12 +420,12 @@ def test_a_slow_list_gets_a_slot_beside_a_new_objects_fresh_dicts() -> None:
 
 
 def test_elem_types_reads_only_types() -> None:
-    assert census.elem_types(collections.deque([1, "a", Widget()])) == [
+    assert containertypes.elem_types(collections.deque([1, "a", Widget()])) == [
         "int",
         "str",
         f"{__name__}.Widget",
     ]
-    assert census.elem_types({"a": 1.0}) == ["float"]
+    assert containertypes.elem_types({"a": 1.0}) == ["float"]
 
 
 def test_budget_keeps_the_long_run_share_under_the_ceiling() -> None:

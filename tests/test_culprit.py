@@ -311,7 +311,7 @@ def test_a_trie_that_keeps_branching_is_named_by_the_holder_of_the_tree() -> Non
 @pytest.mark.parametrize(
     ("holder", "elem", "kind", "hint"),
     [
-        # the standard library's registries the agent names (roots.KNOWN_REGISTRIES)
+        # the standard library's registries the agent names (registries.KNOWN_REGISTRIES)
         ("weakref.finalize._registry", "weakref.finalize._Info", "dict", "bound method"),
         ("logging.Logger.manager.loggerDict", "logging.Logger", "dict", "LoggerAdapter"),
         # a keeper of references, no container (the agent's referents.py)

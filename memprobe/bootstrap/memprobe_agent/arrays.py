@@ -16,7 +16,8 @@ from __future__ import annotations
 from typing import Any, Dict, List, Tuple
 
 from . import referents, tees, wire
-from .census import elem_types, qualified
+from .census import qualified
+from .containertypes import elem_types
 from .roots import find_matching
 from .typeinfo import loaded_class
 
@@ -84,7 +85,7 @@ def length(obj: Any) -> int:
 
 
 def item_types(obj: Any) -> List[str]:
-    """Its last items' types (census.elem_types); an array's or a tensor's dtype
+    """Its last items' types (containertypes.elem_types); an array's or a tensor's dtype
     (``float32``, ``torch.float32``)."""
     if qualified(obj) in (wire.NDARRAY, wire.TENSOR):
         return [str(obj.dtype)]

@@ -22,17 +22,9 @@ import weakref
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 from . import graphs
-from .typeinfo import Kinds, is_heap_type, loaded_class, mro, type_dict, type_name
+from .containertypes import CONTAINER_TYPES, container_subclasses
+from .typeinfo import Kinds, is_heap_type, loaded_class, type_name
 
-# the dicts whose last items are read in insertion order (elem_types)
-DICT_TYPES = (dict, collections.OrderedDict, collections.defaultdict)
-CONTAINER_TYPES = frozenset(
-    [list, dict, set, collections.deque, collections.OrderedDict, collections.defaultdict]
-)
-_CONTAINER_BASES = tuple(CONTAINER_TYPES)
-# how a container's items and length are read (len, elem_types, the watch's counts and
-# sizes): a subclass that defines none of them reads as its base, all in C
-_READS = ("__len__", "__getitem__", "__iter__", "__reversed__", "keys", "values", "items", "maxlen")
 TOP_TYPES = 15  # types listed in the payload by count (plus the watched ones)
 _WRAPPER = "autograd node wrapper"  # a route of the object pass, no kind of the payload
 
@@ -378,65 +370,6 @@ class _Null:
 
 def qualified(obj: Any) -> str:
     return type_name(type(obj))
-
-
-def container_base(cls: type) -> Optional[type]:
-    """The container type (``CONTAINER_TYPES``) that ``cls`` is, or subclasses without
-    defining how its items are read (``collections.Counter``, ``unittest.mock``'s
-    ``_CallList``, a program's ``class History(list)``); None for any other class. Read from
-    the types' own namespaces: no code of the class runs."""
-    if cls in CONTAINER_TYPES:
-        return cls
-    for base in mro(cls):
-        if base in CONTAINER_TYPES:
-            return base
-        own = type_dict(base)
-        if any(name in own for name in _READS):
-            return None
-    return None
-
-
-def container_subclasses(classes: Any) -> Dict[type, type]:
-    """Of ``classes`` (a census' types), the container subclasses ``container_base``
-    reads as their base, each with that base."""
-    out: Dict[type, type] = {}
-    for cls in classes:
-        if cls not in CONTAINER_TYPES and issubclass(cls, _CONTAINER_BASES):
-            base = container_base(cls)
-            if base is not None:
-                out[cls] = base
-    return out
-
-
-def elem_types(container: Any, limit: int = 3, keys: bool = False) -> List[str]:
-    """Types of a container's last few items (values for a dict), by ``type()`` only.
-    ``keys``: a dict's last few keys instead, none for any other container (a dict keyed by
-    text or tuples holds its keys' bytes as it grows, whatever its values are: a cache keyed
-    by each input's text, the ``__warningregistry__`` that ``warnings`` fills with every
-    distinct message)."""
-    cls = container_base(type(container))
-    try:
-        if keys and cls not in DICT_TYPES:
-            items = []
-        elif cls in (list, collections.deque):
-            items = [container[i] for i in range(-min(limit, len(container)), 0)]
-        elif cls in DICT_TYPES:
-            view = container.keys() if keys else container.values()
-            items = (
-                list(itertools.islice(reversed(view), limit)) if sys.version_info >= (3, 8) else []
-            )
-        elif cls is set:
-            items = list(itertools.islice(iter(container), limit))
-        else:
-            items = []
-    except Exception:  # noqa: BLE001 - mutated under us by another thread
-        return []
-    out: List[str] = []
-    for item in items:
-        name = qualified(item)
-        if name not in out:
-            out.append(name)
-    return out
 
 
 def optional_int(value: Any) -> Optional[int]:

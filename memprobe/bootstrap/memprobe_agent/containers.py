@@ -16,8 +16,9 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from . import arrays, frames, graphs, holders, lrucache, referents, roots, sizes, wire
-from .census import DICT_TYPES, container_base, elem_types, qualified
+from . import arrays, frames, graphs, holders, lrucache, referents, roots, sizes, slots, wire
+from .census import qualified
+from .containertypes import DICT_TYPES, container_base, elem_types
 
 MAX_WATCH = 8
 NEW_PER_CENSUS = 3
@@ -87,7 +88,7 @@ class Watch:
         self.first_len = prev
         self.first_step = step
         self.elem_types: List[str] = []
-        self.key_types: List[str] = []  # a dict's last keys' types (census.elem_types)
+        self.key_types: List[str] = []  # a dict's last keys' types (containertypes.elem_types)
         self.stale = 0
         self.misses = 0
         self.graphs: Optional[int] = None  # items that hold an autograd graph (tensor items)
@@ -187,7 +188,7 @@ class Watch:
     def scalar(self) -> bool:
         """Holds plain numbers (``losses.append(loss.item())``, a dict from step to number):
         a few bytes a step, by design no signal of its own. A dict with numbers for values
-        but text or tuples for keys is not (see ``census.elem_types``)."""
+        but text or tuples for keys is not (see ``containertypes.elem_types``)."""
         return bool(self.elem_types) and all(t in SCALARS for t in self.elem_types + self.key_types)
 
     def entry(self) -> Dict[str, Any]:
@@ -208,47 +209,6 @@ class Watch:
             "bytes_exact": self.bytes_exact,
             "rooted": self.path[0][0] if self.path else ("anchor" if self.anchor else None),
         }
-
-
-_USER, _LIBRARY, _NAMELESS, _NEVER = 0, 1, 2, 3
-# items of a registry or a cache of types (weakrefs to classes, the classes themselves)
-_REGISTRY_ITEMS = frozenset(["weakref.ReferenceType", "type", "weakref.KeyedRef"])
-
-
-def _rank(
-    r: Optional[Dict[str, Any]], obj: Any, size: Tuple[int, int], new: bool
-) -> Tuple[int, int, int]:
-    """Which candidates get a watch slot: rooted in the user's code (a module of theirs,
-    a function of theirs, an object one of them holds) before a library's global, before
-    a container nobody can name; registries of types never. Then one seen growing before
-    a new one, then the faster grower."""
-    growth = -(size[0] - size[1])
-    fresh = 1 if new else 0
-    if r is None or not r.get("complete"):
-        return (_NEVER if new else _NAMELESS, fresh, growth)
-    if new and _positional(r):
-        # a container born since the last census inside another one (a new snapshot's
-        # module dict) or an object's attribute namespace: its holder is what grows
-        return (_NEVER, fresh, growth)
-    if set(elem_types(obj)) <= _REGISTRY_ITEMS and elem_types(obj):
-        return (_NEVER, fresh, growth)
-    path = r.get("path")
-    if (path and path[0][0] == "frame") or r.get("registry"):
-        # (a known registry of the standard library's: filled by the user's own calls)
-        return (_USER, fresh, growth)
-    if path and path[0][0] == "module":
-        name = path[0][1]
-        user = name == "__main__" or roots.is_user_module(name)
-        return (_USER if user else _LIBRARY, fresh, growth)
-    return (_USER if r.get("anchor") is not None else _LIBRARY, fresh, growth)
-
-
-def _positional(r: Dict[str, Any]) -> bool:
-    """The holder path reaches it by position in a sequence, or it is an instance dict."""
-    chain = r.get("chain") or []
-    return any(part.startswith("[") and part[1:2].isdigit() for part in chain) or (
-        r.get("path") is not None and r["path"][-1][0] == "dictof"
-    )
 
 
 class ContainerTracker:
@@ -325,7 +285,7 @@ class ContainerTracker:
         )
         room = max(0, min(NEW_PER_CENSUS, MAX_WATCH - len(self.watched)))
         # more candidates than slots: a library's registry filling up on first use must not
-        # take the slot of the user's list (see _rank)
+        # take the slot of the user's list (see slots.rank)
         order = [cid for _, _, cid in grown[:MAX_CANDIDATES]] if room else []
         picks = {cid: containers[cid] for cid in order}
         earlier = before or {}
@@ -338,7 +298,7 @@ class ContainerTracker:
         # search (a heap scan a level) only for the largest few it did not reach
         found = roots.search({id(o) for o in objs}, deadline)
         rest = [i for i, o in enumerate(objs) if id(o) not in found][: room * CANDIDATES_PER_SLOT]
-        mine = any(_rank(found.get(id(o)), o, (1, 0), False)[0] == _USER for o in objs)
+        mine = any(slots.rank(found.get(id(o)), o, (1, 0), False)[0] == slots.USER for o in objs)
         if rest and not mine and time.perf_counter() < deadline:
             # nothing the user's roots lead to grew: ask the heap who holds the largest few
             # (a heap scan a level, so briefly)
@@ -347,7 +307,7 @@ class ContainerTracker:
             for i, r in zip(rest, more):
                 found[id(objs[i])] = r
         ranked = sorted(
-            (_rank(found.get(id(obj)), obj, sizes[cid], cid in is_new), k, cid, obj)
+            (slots.rank(found.get(id(obj)), obj, sizes[cid], cid in is_new), k, cid, obj)
             for k, (cid, obj) in enumerate(zip(order, objs))
         )
         # a new object under a path already watched (``optimizer = Adam(...)`` again, a
@@ -355,7 +315,7 @@ class ContainerTracker:
         followed = {w.holder for w in self.watched.values()}
         for rank, _, cid, obj in ranked:
             r = found.get(id(obj)) or holders.result("?", None, [], False)
-            if r["holder"].startswith("memprobe_agent") or rank[0] >= _NEVER:
+            if r["holder"].startswith("memprobe_agent") or rank[0] >= slots.NEVER:
                 self.ignored[cid] = sizes[cid][0]
                 continue
             if room <= 0 or r["holder"] in followed:

@@ -19,7 +19,7 @@ import types
 import weakref
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from .census import CONTAINER_TYPES
+from .containertypes import CONTAINER_TYPES
 from .lrucache import LRU_WRAPPER, lru_cache_dict
 from .typeinfo import instance_dict, mro, type_dict, type_name
 

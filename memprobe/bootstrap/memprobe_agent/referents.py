@@ -18,7 +18,8 @@ import types
 from typing import Any, Dict, List, Set
 
 from . import tees, wire
-from .census import container_base, qualified
+from .census import qualified
+from .containertypes import container_base
 from .typeinfo import type_name
 
 

@@ -28,10 +28,11 @@ import weakref
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from . import frames
-from .census import CONTAINER_TYPES
+from .containertypes import CONTAINER_TYPES, DICT_TYPES
 from .holders import FOLLOWABLE, Step, c_fields, result, thread_local_dicts
 from .lrucache import LRU_WRAPPER, lru_cache_dict
-from .typeinfo import instance_dict, loaded_class, mro, type_dict
+from .registries import known_registries
+from .typeinfo import instance_dict, mro, type_dict
 from .userroots import LIBS, USER, Start, frame_roots, modules
 from .userroots import is_user_file as is_user_file
 from .userroots import is_user_module as is_user_module
@@ -45,18 +46,8 @@ DEEP_DEPTH = 7
 # and below that depth, down a tree of dicts only (a trie, a nested index: ``index._root['c']
 # ['o']['u']…``), this deep: every node a dict, each a dict value of the one above
 TREE_DEPTH = 32
-# registries the standard library keeps on a class, which a user's call joins and only
-# the registered object's death (or nothing) leaves: (module, class, class attribute, then
-# instance attributes). Named so before any path from the user's roots: a logger a session
-# keeps leads to its manager's dict too, but ``logging.Logger.manager.loggerDict`` is the
-# name a person knows and looks up
-KNOWN_REGISTRIES: Tuple[Tuple[str, str, str, Tuple[str, ...]], ...] = (
-    ("weakref", "finalize", "_registry", ()),
-    ("logging", "Logger", "manager", ("loggerDict",)),
-)
 MAX_ITEMS = 2000  # items looked at per container on the way down
 MAX_NODES = 100_000
-_DICTS = (dict, collections.OrderedDict, collections.defaultdict)
 _SEQS = (list, tuple, collections.deque)
 _LEAVES = (
     str,
@@ -86,7 +77,7 @@ def search(targets: Set[int], deadline: float) -> Dict[int, Dict[str, Any]]:
 
 
 def _search(targets: Set[int], deadline: float) -> Dict[int, Dict[str, Any]]:
-    found = _known_registries(targets)
+    found = known_registries(targets)
     if not targets or len(found) == len(targets):
         return found
     seen: Set[int] = set(found)
@@ -125,24 +116,6 @@ def _search(targets: Set[int], deadline: float) -> Dict[int, Dict[str, Any]]:
         left -= hits
         if not left:
             return found
-    return found
-
-
-def _known_registries(targets: Set[int]) -> Dict[int, Dict[str, Any]]:
-    """The targets that are one of ``KNOWN_REGISTRIES`` (a table, not a pass over all
-    library classes' attributes: that took 0.1 s a census on a framework's heap)."""
-    found: Dict[int, Dict[str, Any]] = {}
-    for name, cls_name, attr, more in KNOWN_REGISTRIES:
-        cls = loaded_class(name, cls_name)
-        v = type_dict(cls).get(attr) if cls is not None else None
-        steps: List[Step] = [("key", cls_name), ("classattr", attr)]
-        for sub in more:
-            d = instance_dict(v) if v is not None else None
-            v = d.get(sub) if d is not None else None
-            steps.append(("attr", sub))
-        if v is not None and id(v) in targets:
-            found[id(v)] = result(name, ("module", name), steps, True)
-            found[id(v)]["registry"] = True  # joined by the user's calls (containers._rank)
     return found
 
 
@@ -224,7 +197,7 @@ def _looked_into(value: Any) -> bool:
     cls = type(value)
     if cls in _SEQS:
         return False
-    return cls not in _DICTS or len(value) <= SMALL_DICT
+    return cls not in DICT_TYPES or len(value) <= SMALL_DICT
 
 
 def _walk_items(
@@ -261,7 +234,7 @@ def _walk_items(
                     return
             if vid in seen or d == limit - 1 or budget[0] <= 0:
                 continue
-            if tree and type(value) not in _DICTS:
+            if tree and type(value) not in DICT_TYPES:
                 continue
             seen.add(vid)
             budget[0] -= 1
@@ -270,7 +243,7 @@ def _walk_items(
                 anchor = (value, d + 1)
             # atoms are never a target and have nothing below them: not queued at all
             for step, child in kids:
-                if tree and type(child) not in _DICTS:
+                if tree and type(child) not in DICT_TYPES:
                     continue
                 atom = _ATOMIC.get(type(child))
                 if not (_atomic(child) if atom is None else atom):
@@ -335,7 +308,7 @@ def _children(value: Any) -> List[Tuple[Step, Any]]:
     cls = type(value)
     if cls in _LEAVES:
         return []
-    if cls in _DICTS:
+    if cls in DICT_TYPES:
         return [(("key", k), v) for k, v in _dict_items(value)]
     if cls in _SEQS:
         try:

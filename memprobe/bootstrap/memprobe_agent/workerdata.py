@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Dict, List, Optional, Tuple
 
-from .census import CONTAINER_TYPES
+from .containertypes import CONTAINER_TYPES
 from .typeinfo import instance_dict
 
 MAX_CONTAINERS = 8
