@@ -24,6 +24,7 @@ import collections
 import sys
 from typing import Any, Dict, List, Optional, Set, Tuple
 
+from .containertypes import DICT_TYPES
 from .deeptypes import builtin_base, builtin_sizeof, kinds
 from .typeinfo import instance_dict, mro
 
@@ -36,7 +37,6 @@ _GC_HEADER = 16
 _BASICSIZE = type.__dict__["__basicsize__"]
 _ATOMS = (int, float, complex, bool, str, bytes, bytearray, type(None))
 _SEQS = (list, tuple, collections.deque, set, frozenset)
-_DICTS = (dict, collections.OrderedDict, collections.defaultdict)
 
 
 class _Walk:
@@ -60,7 +60,7 @@ class _Walk:
             return 0.0
         cls = type(obj)
         kind = self.kinds.get(cls)
-        if kind is None and cls not in _ATOMS and cls not in _SEQS and cls not in _DICTS:
+        if kind is None and cls not in _ATOMS and cls not in _SEQS and cls not in DICT_TYPES:
             kind = _kind_by_mro(cls, self.kinds)
         if kind == "tensor":
             return float(TENSOR_OBJECT_BYTES + self._tensor(obj))
@@ -74,7 +74,7 @@ class _Walk:
             except Exception:  # noqa: BLE001 - changed under us
                 return float(sys.getsizeof(obj))
             return sys.getsizeof(obj) + self._items(items, depth)
-        if cls in _DICTS:
+        if cls in DICT_TYPES:
             try:
                 pairs: List[Any] = list(obj.items())
             except Exception:  # noqa: BLE001
