@@ -69,6 +69,7 @@ CORPUS: Dict[str, Tuple[Optional[str], Optional[str], Optional[bool], str]] = {
     "leak_numpy_temps.py": ("numpy.ndarray", "kept", False, "preallocate"),
     "leak_pure_python.py": ("dict", "EVENT_LOG", False, "deque(maxlen"),
     "leak_small_metrics.py": ("dict", "metrics_log", False, "deque(maxlen"),
+    "leak_layer_grad_hists.py": ("torch.Tensor", "trainer.grad_hists[*]", False, "deque(maxlen"),
 }
 OK_SCRIPTS: List[str] = [s for s in CORPUS_SCRIPTS if s.startswith("ok_")]
 
@@ -90,6 +91,24 @@ def test_corpus_leak_culprits(script: str, corpus_runs: Dict[str, CorpusRun]) ->
     if want_graph is not None:
         assert culprit["holds_autograd_graph"] is want_graph, culprit
     assert want_hint in (top["fix_hint"] or ""), top["fix_hint"]
+
+
+def test_one_list_per_parameter_is_one_finding(corpus_runs: Dict[str, CorpusRun]) -> None:
+    # GIVEN a trainer keeping a gradient histogram per parameter per step, one list per
+    # parameter name in a dict: six containers grow side by side
+    run = corpus_runs["leak_layer_grad_hists.py"]
+    assert not run.failure, run.failure
+    record = run.record()
+    leaks = [f for f in record["findings"] if f["verdict"] == "leak"]
+    # THEN one finding names the dict's items, says the others grow too, and carries the
+    # six containers' signals
+    assert len(leaks) == 1, [f["culprit"] for f in leaks]
+    top = leaks[0]
+    assert top["culprit"]["holder"].endswith("main:trainer.grad_hists[*]"), top["culprit"]
+    assert "So do 5 more like it in the same container" in top["explanation"]
+    assert len(top["evidence"]["siblings"]) == 6
+    grown = [s for s in top["signals"] if s.startswith("container:")]
+    assert len(grown) == 6, top["signals"]
 
 
 @pytest.mark.parametrize("script", OK_SCRIPTS)

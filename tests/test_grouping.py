@@ -316,3 +316,105 @@ def test_a_sampled_size_above_all_the_process_holds_is_not_claimed() -> None:
     # AND a size within what the process holds still stands
     cache.evidence["container_bytes"] = 300 * MIB
     assert group_findings([cache, uss])[0].retained_bytes == 300 * MIB
+
+
+def part(holder: str, chain: List[str], type_: str, per_step: float, nbytes: int) -> Finding:
+    """A container finding with its holder's chain (root, then ``.attr`` / ``[key]`` steps)."""
+    return finding(
+        f"container:{holder}:len",
+        holder,
+        type_,
+        "unbounded container",
+        chain=chain,
+        per_step=per_step,
+        container_bytes=nbytes,
+    )
+
+
+def test_one_container_per_key_of_one_dict_is_one_finding() -> None:
+    # GIVEN a forward hook keeping every activation's statistics, one list per layer in a
+    # dict: four containers grow (wild_b/leak_hook_activation_stats), each judged alone
+    found = [
+        part(
+            f"__main__.monitor.act_stats['{k}']",
+            ["__main__", ".monitor", ".act_stats", f"['{k}']"],
+            "tuple",
+            1.0,
+            1000 * (k + 1),
+        )
+        for k in (1, 3, 5, 7)
+    ]
+    # WHEN grouped
+    out = group_findings(found)
+    # THEN one finding, named by the dict's items with a wildcard (the same whichever key a
+    # census saw first), saying which others grow, holding what the four hold together
+    assert len(out) == 1
+    f = out[0]
+    assert f.holder == "__main__.monitor.act_stats[*]"
+    assert "So do 3 more like it in the same container: `['5']`, `['3']`, `['1']`" in (
+        f.explanation
+    )
+    assert f.retained_bytes == 1000 * (2 + 4 + 6 + 8)
+    assert len(f.signals) == 4
+    assert f.evidence["siblings"][0] == "__main__.monitor.act_stats['7']"  # the biggest leads
+
+
+def test_only_the_differing_subscripts_become_wildcards() -> None:
+    # GIVEN a hook registered on every parameter each step: one hook dict per parameter
+    chain = ["t.py:main:opt", ".param_groups", "[0]", "['params']"]
+    found = [
+        part(
+            f"t.py:main:opt.param_groups[0]['params'][{k}]._backward_hooks",
+            [*chain, f"[{k}]", "._backward_hooks"],
+            "function",
+            1.0,
+            100,
+        )
+        for k in range(3)
+    ]
+    out = group_findings(found)
+    assert [f.holder for f in out] == ["t.py:main:opt.param_groups[0]['params'][*]._backward_hooks"]
+
+
+def test_two_lists_of_one_object_growing_alike_are_one_finding() -> None:
+    # GIVEN a mock spy: its mock_calls and call_args_list each gain one call per step and
+    # hold the same arguments (each measured alone at ~195 MiB)
+    spy = ["__main__", ".augment_spy"]
+    found = [
+        part(
+            "__main__.augment_spy._mock_mock_calls", [*spy, "._mock_mock_calls"], "_Call", 1.0, 200
+        ),
+        part(
+            "__main__.augment_spy._mock_call_args_list",
+            [*spy, "._mock_call_args_list"],
+            "_Call",
+            1.0,
+            195,
+        ),
+    ]
+    out = group_findings(found)
+    # THEN one finding, named by the bigger, the other beside it; what they may share is
+    # counted once (the larger), not twice
+    assert len(out) == 1
+    assert out[0].holder == "__main__.augment_spy._mock_mock_calls"
+    assert "So does `._mock_call_args_list` beside it, on the same object." in out[0].explanation
+    assert out[0].retained_bytes == 200
+
+
+def test_unlike_neighbours_stay_apart() -> None:
+    obj = ["__main__", ".trainer"]
+    # attributes of one object that grow at different paces or different types
+    paces = [
+        part("__main__.trainer.history", [*obj, ".history"], "dict", 1.0, 10),
+        part("__main__.trainer.grads", [*obj, ".grads"], "dict", 5.0, 10),
+        part("__main__.trainer.frames", [*obj, ".frames"], "list", 1.0, 10),
+    ]
+    assert len(group_findings(paces)) == 3
+    # two variables of one function (or one module): two things to fix
+    frame = [
+        part("t.py:main:confs", ["t.py:main:confs"], "ndarray", 1.0, 10),
+        part("t.py:main:corrects", ["t.py:main:corrects"], "ndarray", 1.0, 10),
+        part("__main__.a", ["__main__", ".a"], "ndarray", 1.0, 10),
+        part("__main__.b", ["__main__", ".b"], "ndarray", 1.0, 10),
+    ]
+    assert len(group_findings(frame)) == 4

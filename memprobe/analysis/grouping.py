@@ -26,6 +26,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 from memprobe.analysis.findings import rate_text_of
 from memprobe.analysis.series import container_holder, family_of
+from memprobe.analysis.siblings import Family, family_bytes, join_siblings, name_family
 from memprobe.analysis.wording import fmt_bytes
 from memprobe.record import Evidence, Finding
 
@@ -58,6 +59,7 @@ def group_findings(findings: List[Finding]) -> List[Finding]:
             else:
                 typed.setdefault(key, []).append(f)
         _join_watches(named)
+        families = join_siblings(named)  # one container per layer, one hook dict per param
         groups: List[List[Finding]] = list(named.values())
         # what the program watches itself (memprobe.watch) is a finding of its own, named as
         # the program named it; the census' one holder still takes the memory signals
@@ -76,7 +78,8 @@ def group_findings(findings: List[Finding]) -> List[Finding]:
             typed, loose = {}, []
         groups.extend(typed.values())
         sole = len(groups) == 1
-        out.extend(_merge(g, sole) for g in groups)
+        of = {id(named[h]): fam for h, fam in families.items() if h in named}
+        out.extend(_merge(g, sole, of.get(id(g))) for g in groups)
         if loose:
             out.append(_merge(loose, not groups))
     return out + rest
@@ -131,7 +134,7 @@ def _rank(f: Finding) -> Tuple[int, int, float]:
     return (_FAMILY_ORDER.get(fam, 9), mem, -f.confidence)
 
 
-def _merge(members: List[Finding], sole: bool) -> Finding:
+def _merge(members: List[Finding], sole: bool, family: Optional[Family] = None) -> Finding:
     best = min((f for f in members if f.culprit), key=_culprit_rank, default=None)
     members = sorted(members, key=_rank)
     lead = _lead(members)
@@ -142,10 +145,11 @@ def _merge(members: List[Finding], sole: bool) -> Finding:
     for f in reversed(members):  # the lead's own figures win
         evidence.update(f.evidence)
     evidence["signals"] = {f.signal: _rate(f) for f in members}
-    retained = _retained(members, named, sole)
+    direct = family_bytes(family) if family is not None else None
+    retained = _retained(members, named, sole, direct)
     at_oom = _at_oom(lead, retained)
     text = _text(lead, named, members, retained)
-    return dataclasses.replace(
+    merged = dataclasses.replace(
         lead,
         culprit=named.culprit if named else lead.culprit,
         fix_hint=(named.fix_hint if named else None) or lead.fix_hint,
@@ -156,6 +160,7 @@ def _merge(members: List[Finding], sole: bool) -> Finding:
         retained_bytes=retained,
         retained_bytes_at_oom=at_oom,
     )
+    return merged if family is None else name_family(merged, family)
 
 
 def _lead(members: List[Finding]) -> Finding:
@@ -194,8 +199,13 @@ def _rate(f: Finding) -> str:
     return rate_text_of(f.slope_per_step, f.slope_per_s, f.unit)
 
 
-def _retained(members: List[Finding], named: Optional[Finding], sole: bool) -> Optional[float]:
-    direct = named.evidence.get("container_bytes") if named else None
+def _retained(
+    members: List[Finding], named: Optional[Finding], sole: bool, family: Optional[float] = None
+) -> Optional[float]:
+    """``family``: what a family of sibling holders holds (siblings.family_bytes)."""
+    direct = (
+        family if family is not None else named.evidence.get("container_bytes") if named else None
+    )
     best = float(direct) if isinstance(direct, (int, float)) and direct > 0 else None
     whole = _held_now(members)
     if best is not None and whole is not None and best > whole:
