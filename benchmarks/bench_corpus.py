@@ -69,8 +69,8 @@ FRESH = SAMPLES / "fresh"
 # four more, each written by another author, after the work on the first three, told to
 # write as other people write and never shown the detector ("wild_a" .. "wild_d"); three
 # more the same way in stop 30 ("wild_e" .. "wild_g"), two in stop 31 ("wild_h", "wild_i"),
-# one in stop 32 ("wild_j") and one in stop 33 ("wild_k"), run before any change made
-# for them
+# one in stop 32 ("wild_j"), one in stop 33 ("wild_k") and one in stop 34 ("wild_l"), run
+# before any change made for them
 CORPORA = {
     "sample": SAMPLES,
     "heldout": HELDOUT,
@@ -86,6 +86,7 @@ CORPORA = {
     "wild_i": SAMPLES / "wild_i",
     "wild_j": SAMPLES / "wild_j",
     "wild_k": SAMPLES / "wild_k",
+    "wild_l": SAMPLES / "wild_l",
 }
 N_CUTS = 40
 HEADER_LINES = 12
