@@ -1142,3 +1142,24 @@ def test_a_tensor_count_held_back_keeps_backing_heap_blocks_as_a_growing_count_w
     regular = replace(steady, steady=False)
     out = corroborate({"py_alloc_blocks": blocks, "tensors:count": regular})
     assert out["py_alloc_blocks"].verdict == "inconclusive"
+
+
+def test_a_count_let_go_as_the_program_ends_is_judged_without_that_drop() -> None:
+    # GIVEN a container that gains one item every 0.1 s for 17 s and is emptied in the last
+    # sample (a `with ExitStack()` in main() closing as the program finishes)
+    t = np.arange(0.0, 17.0, 0.1)
+    y = np.floor(t * 20.0)
+    y[-1] = 0.0
+    signal = "container:t.py:main:stack._exit_callbacks:len"
+    # THEN, the process having ended, it is the climb it was the whole run
+    ended = judge_series(t, y, "count", axis="time", t=t, signal=signal, ended=True)
+    assert ended.verdict == "leak", ended.reason
+    # AND while the run still goes (the live table, a cut) that drop may be a clear that a
+    # refill follows: no leak is claimed on it
+    going = judge_series(t, y, "count", axis="time", t=t, signal=signal)
+    assert going.verdict != "leak"
+    # AND a series that was cleared before, too, is a sawtooth whatever its end
+    saw = np.tile(np.arange(30.0), 6)[: len(t)]
+    saw[-1] = 0.0
+    v = judge_series(t, saw, "count", axis="time", t=t, signal=signal, ended=True)
+    assert v.verdict != "leak", v.reason

@@ -12,7 +12,12 @@ import numpy as np
 
 from memprobe.analysis.options import DEFAULT_OPTIONS, DetectOptions
 from memprobe.analysis.series import Array, as_array, family_of, reduce_points
-from memprobe.analysis.trend import MIN_FLOOR_POINTS, sawtooth_flat, sawtooth_floor
+from memprobe.analysis.trend import (
+    MIN_FLOOR_POINTS,
+    let_go_at_end,
+    sawtooth_flat,
+    sawtooth_floor,
+)
 from memprobe.analysis.verdict import (
     INCONCLUSIVE,
     LEAK,
@@ -42,6 +47,7 @@ def judge_series(
     family: Optional[str] = None,
     signal: str = "",
     n_tests: int = 1,
+    ended: bool = False,
 ) -> SignalVerdict:
     """Judge one series (x sorted ascending; steps or seconds as ``axis`` says).
 
@@ -50,6 +56,8 @@ def judge_series(
     bytes are judged as process memory and counts as object counts.
     ``n_tests`` is how many signals the caller judges together: the run's
     false-alarm budget ``1 - options.confidence`` is split between them.
+    ``ended``: the series reaches the process' end (not a run still going, where a drop in
+    the last samples may be a clear that a refill follows).
     """
     xa, ya = as_array(x), as_array(y)
     ta = as_array(t) if t is not None and len(t) == len(xa) else None
@@ -57,6 +65,11 @@ def judge_series(
     keep = np.isfinite(xa) & np.isfinite(ya)
     xa, ya = xa[keep], ya[keep]
     ta = ta[keep] if ta is not None else None
+    if ended and signal.startswith(_TOOTH_COUNTS):
+        # what the program let go as it finished is judged without (trend.let_go_at_end)
+        end = let_go_at_end(ya)
+        xa, ya = xa[:end], ya[:end]
+        ta = ta[:end] if ta is not None else None
     n = len(xa)
     base: Dict[str, Any] = {"unit": unit, "axis": axis, "family": fam}
     word = "steps" if axis == "step" else "seconds"

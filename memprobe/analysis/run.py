@@ -133,6 +133,7 @@ def judge_process(
             t=prep.t[keep],
             signal=name,
             n_tests=n_tests,
+            ended=process.ended is not None,
         )
 
     def backed_if_counts(name: str) -> DetectOptions:

@@ -187,6 +187,30 @@ def sawtooth_floor(x: Array, y: Array, first_tooth: bool = False) -> Optional[Sa
     return Sawtooth(period=period, floor=pick)
 
 
+# a series' last samples, at most this many, fallen below half its span: let go at the end
+END_LET_GO = 2
+
+
+def let_go_at_end(y: Array) -> int:
+    """How many of the series' samples to judge: all, unless its last one or two fell by
+    more than half of everything the series spanned before them, and nothing fell before
+    (a count that climbed the whole run and that the program let go as it finished, an
+    ``ExitStack`` closing at the end of ``main()``). What a program frees as it finishes
+    is no tooth: no refill follows to tell it from a leak cleaned up at exit."""
+    n = len(y)
+    for k in range(1, END_LET_GO + 1):
+        head = y[: n - k]
+        if len(head) < 12:
+            break
+        span = float(np.ptp(head))
+        if span <= 0 or float(np.max(y[n - k :])) > float(head[-1]) - 0.5 * span:
+            continue
+        if sawtooth_floor(head, head, first_tooth=True) is None:
+            return n - k
+        break
+    return n
+
+
 def _first_tooth(y: Array, drop: int) -> bool:
     """The one drop at ``drop`` gave back at least three quarters of all the series had
     risen before it (a tooth, not a start-up that let a part of itself go), and the series
