@@ -314,6 +314,8 @@ def test_a_trie_that_keeps_branching_is_named_by_the_holder_of_the_tree() -> Non
         # the standard library's registries the agent names (registries.KNOWN_REGISTRIES)
         ("weakref.finalize._registry", "weakref.finalize._Info", "dict", "bound method"),
         ("logging.Logger.manager.loggerDict", "logging.Logger", "dict", "LoggerAdapter"),
+        # the interpreter's registry of modules (a module made and registered per trial)
+        ("sys.modules", "module", "dict", "del sys.modules[name]"),
         # a keeper of references, no container (the agent's referents.py)
         ("main:writer._pickler", "dict", "_pickle.Pickler", "clear_memo()"),
     ],

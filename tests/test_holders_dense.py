@@ -100,3 +100,16 @@ def test_dicts_the_gc_does_not_track_are_found_from_the_roots(tmp_path: Path) ->
     for name in ("container:untracked_memo.py:main:pipe._cache:len", "container:__main__.SEEN:len"):
         assert name in series, sorted(k for k in series if k.startswith("container:"))
         assert series[name][-1] > series[name][0]
+
+
+def test_modules_a_program_registers_itself_are_watched_in_sys_modules(tmp_path: Path) -> None:
+    # GIVEN a program that registers a module of its own per trial, a few a second, long
+    # after its imports (a census in the middle of an import leaves sys.modules alone)
+    proc, run_dir = _agent_run(tmp_path, "60", script="module_per_trial.py")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # THEN the census ran (a module a trial is no import that holds it back) and sys.modules
+    # is a watched container whose length climbs
+    series = _series(run_dir)
+    name = "container:sys.modules:len"
+    assert name in series, sorted(k for k in series if k.startswith("container:"))
+    assert series[name][-1] >= series[name][0] + 20

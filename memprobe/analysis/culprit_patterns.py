@@ -23,6 +23,7 @@ from memprobe.analysis.hints import (
     HINT_NUMPY,
     HINT_OBJECTS,
     HINT_PICKLER,
+    HINT_SYS_MODULES,
     HINT_TEE,
     HINT_TREE,
 )
@@ -36,6 +37,7 @@ NDARRAY = wire.NDARRAY
 SCALARS = wire.SCALAR_TYPES
 FINALIZE_REGISTRY = "weakref.finalize._registry"  # named so by the agent (roots.py)
 LOGGER_REGISTRY = "logging.Logger.manager.loggerDict"  # likewise
+SYS_MODULES = "sys.modules"  # the interpreter's own registry of modules
 TEE_BRANCH = "itertools._tee"  # watched by its backlog (the agent's tees.py)
 
 
@@ -206,6 +208,8 @@ def _container(prof: Profile, box: Container) -> Culprit:
         hint = HINT_FINALIZE
     elif box.holder == LOGGER_REGISTRY:
         hint = HINT_LOGGERS
+    elif box.holder == SYS_MODULES:
+        hint = HINT_SYS_MODULES
     elif box.type == TEE_BRANCH:
         hint = HINT_TEE
     elif box.type.endswith("Pickler"):

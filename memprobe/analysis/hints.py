@@ -56,6 +56,11 @@ HINT_LOGGERS = (
     "never goes; log through one logger per module and put what varies in `extra=` or a "
     "`logging.LoggerAdapter`"
 )
+HINT_SYS_MODULES = (
+    "a module registered in `sys.modules` lives as long as the process, with everything its "
+    "globals hold: run generated code in a plain namespace (`exec(code, ns)` with `ns = {}`) "
+    "instead of a registered module, or `del sys.modules[name]` once it is no longer used"
+)
 HINT_PICKLER = (
     "a `pickle.Pickler` keeps every object it has written in its memo (to write it once and "
     "refer back to it): call `pickler.clear_memo()` after each record, or `pickle.dumps` "

@@ -83,6 +83,7 @@ class CensusTaker:
     budget: Budget
     tracker: ContainerTracker
     tm: TraceWindow
+    imports: threadsafe.ImportWatch
     graph_holders: carried.GraphHolders
     max_objects: int
     min_len: int
@@ -208,6 +209,7 @@ class CensusTaker:
             holder_deadline,
             {id(res), id(v), id(payload), id(counts)},
             before,
+            importing=not self.imports.settled(threadsafe.IMPORT_QUIET_S),
         )
         del res
         payload["timings"]["holders_s"] = round(time.perf_counter() - t_hold, 4)

@@ -235,13 +235,18 @@ class ContainerTracker:
         deadline: float,
         exclude: Set[int],
         before: Optional[Dict[int, int]] = None,
+        importing: bool = True,
     ) -> Tuple[Dict[str, float], List[Dict[str, Any]]]:
         """Fold one census' containers in. Empties ``containers`` (drops every reference to the
         target's objects) before it looks for holders. ``before``: lengths at the last census
-        of candidates the tracker did not see then (an array rebuilt longer every step)."""
+        of candidates the tracker did not see then (an array rebuilt longer every step).
+        ``importing``: the program imported modules lately (threadsafe.ImportWatch)."""
         exclude = exclude | self.own_ids() | {id(containers)}
-        # a module's globals and sys.modules grow while the target imports: not leaks
-        namespaces = set(holders.module_dicts()) | {id(sys.modules)}
+        # a module's globals grow while the target imports: not leaks; sys.modules neither,
+        # unless it grows while no import goes on (a module made per trial and registered)
+        namespaces = set(holders.module_dicts())
+        if importing:
+            namespaces.add(id(sys.modules))
         for cid, w in list(self.watched.items()):
             obj = containers.get(cid)
             if obj is None:

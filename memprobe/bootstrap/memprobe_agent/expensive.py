@@ -27,9 +27,6 @@ TM_MIN_GAP_S = 30.0
 # a container grow), then on the budget.
 TICK_AFTER_S = 1.0
 TICK_SECOND_S = 0.5
-# no module imported for this long: the program's own work has begun (torch's import pauses
-# for shared libraries; a census in such a pause counts the import, not the program)
-IMPORT_QUIET_S = 0.5
 TICK_FORCED = 3  # the first censuses of a program without steps, TICK_SECOND_S and more apart
 # A program that stepped and then stopped (an evaluation phase after training, a rollout or
 # test-time loop without an optimizer) is looked at from the background thread too once no
@@ -266,7 +263,9 @@ class Expensive(CensusTaker):
     def _program_begun(self, now: float) -> bool:
         """Past the process' first ``TICK_AFTER_S`` and no module imported for
         ``IMPORT_QUIET_S``: the program's own work has begun (see ``IMPORT_QUIET_S``)."""
-        return now - self.agent.t0 >= TICK_AFTER_S and self.imports.settled(IMPORT_QUIET_S)
+        return now - self.agent.t0 >= TICK_AFTER_S and self.imports.settled(
+            threadsafe.IMPORT_QUIET_S
+        )
 
     def stall_due(self, now: float) -> bool:
         """A forced look of a phase without steps is due (whatever ``next_due`` says)."""

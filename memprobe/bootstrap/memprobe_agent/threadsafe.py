@@ -45,23 +45,35 @@ def others_mid_iteration(skip: Iterable[Optional[int]]) -> bool:
     return found
 
 
+# no module imported for this long: the program's own work has begun (torch's import pauses
+# for shared libraries; a census in such a pause counts the import, not the program)
+IMPORT_QUIET_S = 0.5
+
+
 class ImportWatch:
     """Knows whether the program is still importing: sys.modules changed lately.
 
-    ``settled(quiet_s)``: no module came or went for ``quiet_s`` seconds (and none since
-    the last call). A big import pauses between modules (a shared library loading) and a
-    look in such a pause must not pass for the program's own work having started.
+    ``settled(quiet_s)``: no import for ``quiet_s`` seconds. A big import pauses between
+    modules (a shared library loading) and a look in such a pause must not pass for the
+    program's own work having started. An import adds modules by the dozen (torch: over a
+    thousand in a few seconds); a program that makes modules itself (one per trial
+    ``exec``'d into ``sys.modules``, a plugin loaded per request) adds them one at a time,
+    at most ``TRICKLE_PER_S`` a second: that is its work, not an import (such a program
+    had no census in a 20 s run).
     """
+
+    TRICKLE_PER_S = 8.0
 
     def __init__(self) -> None:
         self._count = len(sys.modules)
-        self._changed_at = time.monotonic()
+        self._seen_at = self._changed_at = time.monotonic()
 
     def settled(self, quiet_s: float = 0.0) -> bool:
         count = len(sys.modules)
         now = time.monotonic()
-        if count != self._count:
-            self._count = count
+        moved, elapsed = abs(count - self._count), now - self._seen_at
+        self._count, self._seen_at = count, now
+        if moved > max(1.0, self.TRICKLE_PER_S * elapsed):
             self._changed_at = now
             return False
         return now - self._changed_at >= quiet_s
