@@ -316,6 +316,8 @@ def test_a_trie_that_keeps_branching_is_named_by_the_holder_of_the_tree() -> Non
         ("logging.Logger.manager.loggerDict", "logging.Logger", "dict", "LoggerAdapter"),
         # the interpreter's registry of modules (a module made and registered per trial)
         ("sys.modules", "module", "dict", "del sys.modules[name]"),
+        # a ContextVar's mutable default, shared by every context that never set its own
+        ("__main__.current_trace(default=…)", "dict", "list", "`default=None`"),
         # a keeper of references, no container (the agent's referents.py)
         ("main:writer._pickler", "dict", "_pickle.Pickler", "clear_memo()"),
     ],

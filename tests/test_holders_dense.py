@@ -113,3 +113,15 @@ def test_modules_a_program_registers_itself_are_watched_in_sys_modules(tmp_path:
     name = "container:sys.modules:len"
     assert name in series, sorted(k for k in series if k.startswith("container:"))
     assert series[name][-1] >= series[name][0] + 20
+
+
+def test_a_context_variables_default_is_named_and_followed(tmp_path: Path) -> None:
+    # GIVEN spans appended to a ContextVar's mutable default in a fresh context per request
+    proc, run_dir = _agent_run(tmp_path, "400", script="cvar_trace.py")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # THEN the list is named by the variable it is the default of, and read between
+    # censuses like any holder found from the program's roots
+    series = _series(run_dir)
+    name = "container:__main__.trace(default=…):len"
+    assert name in series, sorted(k for k in series if k.startswith("container:"))
+    assert len(series[name]) >= 10 and series[name][-1] > series[name][0]

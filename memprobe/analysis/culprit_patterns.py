@@ -12,6 +12,7 @@ from memprobe.analysis.culprit_make import TENSOR, Culprit, evidence_of, make_cu
 from memprobe.analysis.culprit_tensors import graph_culprit, growing_tensor, tensors_culprit
 from memprobe.analysis.hints import (
     HINT_CONTAINER,
+    HINT_CVAR_DEFAULT,
     HINT_FIGURE,
     HINT_FINALIZE,
     HINT_GROWING_ARRAY,
@@ -38,6 +39,7 @@ SCALARS = wire.SCALAR_TYPES
 FINALIZE_REGISTRY = "weakref.finalize._registry"  # named so by the agent (roots.py)
 LOGGER_REGISTRY = "logging.Logger.manager.loggerDict"  # likewise
 SYS_MODULES = "sys.modules"  # the interpreter's own registry of modules
+CVAR_DEFAULT = "(default=…)"  # a contextvars.ContextVar's default (the agent's holders.py)
 TEE_BRANCH = "itertools._tee"  # watched by its backlog (the agent's tees.py)
 
 
@@ -210,6 +212,8 @@ def _container(prof: Profile, box: Container) -> Culprit:
         hint = HINT_LOGGERS
     elif box.holder == SYS_MODULES:
         hint = HINT_SYS_MODULES
+    elif box.holder.endswith(CVAR_DEFAULT):
+        hint = HINT_CVAR_DEFAULT
     elif box.type == TEE_BRANCH:
         hint = HINT_TEE
     elif box.type.endswith("Pickler"):

@@ -61,6 +61,11 @@ HINT_SYS_MODULES = (
     "globals hold: run generated code in a plain namespace (`exec(code, ns)` with `ns = {}`) "
     "instead of a registered module, or `del sys.modules[name]` once it is no longer used"
 )
+HINT_CVAR_DEFAULT = (
+    "a `ContextVar`'s default is one object, shared by every context that never set its own: "
+    "a mutable default (`default=[]`) gathers every request's items; declare "
+    "`default=None` and `set()` a fresh list where each request or task begins"
+)
 HINT_PICKLER = (
     "a `pickle.Pickler` keeps every object it has written in its memo (to write it once and "
     "refer back to it): call `pickler.clear_memo()` after each record, or `pickle.dumps` "

@@ -22,7 +22,7 @@ Pure: findings in, findings out.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, List, Optional, Tuple, cast
+from typing import Dict, List, Optional, Tuple, cast
 
 from memprobe.analysis.wording import fmt_count
 from memprobe.record import Culprit, Finding
@@ -83,7 +83,7 @@ def name_family(merged: Finding, family: Family) -> Finding:
     else:
         does = "So does" if len(parts) == 1 else "So do"
         sentence = f"{does} {shown}{more} beside it, on the same object."
-    evidence = dict(merged.evidence)
+    evidence = merged.evidence.copy()
     evidence["siblings"] = list(family.members)
     text = merged.explanation
     first = text.find(". ")
@@ -91,7 +91,7 @@ def name_family(merged: Finding, family: Family) -> Finding:
     return dataclasses.replace(
         merged,
         culprit=cast(Culprit, culprit),
-        evidence=cast(Any, evidence),
+        evidence=evidence,
         explanation=text,
     )
 

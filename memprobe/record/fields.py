@@ -79,6 +79,7 @@ class Evidence(TypedDict, total=False):
     culprit_sentence: str
     signal_sentence: str
     signals: Dict[str, str]  # a grouped finding: each signal's rate in words
+    siblings: List[str]  # holders grouped as parts of one culprit (analysis/siblings.py)
 
 
 class CensusEntry(TypedDict, total=False):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import _thread
 import collections
+import contextvars
 import gc
 import sys
 import time
@@ -21,7 +22,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 from .containertypes import CONTAINER_TYPES
 from .lrucache import LRU_WRAPPER, lru_cache_dict
-from .typeinfo import instance_dict, mro, type_dict, type_name
+from .typeinfo import cvar_default, instance_dict, mro, type_dict, type_name
 
 MAX_DEPTH = 7
 MAX_WIDTH = 40
@@ -38,10 +39,22 @@ _SKIP = (
 # | ("default", name) | ("genlocal", name) | ("classattr", name) | ("lrucache", None)
 # | ("lruitem", None): a key or result an lru_cache holds | ("tls", (i, name)): an attribute of
 # a ``threading.local`` in the i-th thread that set one (see thread_local_dicts)
+# | ("cvdefault", None): a ``contextvars.ContextVar``'s default (see cvar_default)
 Step = Tuple[str, Any]
 # steps that lead to the same object again later (positions in a sequence do not)
 FOLLOWABLE = frozenset(
-    ["key", "attr", "dictof", "closure", "default", "genlocal", "classattr", "lrucache", "tls"]
+    [
+        "key",
+        "attr",
+        "dictof",
+        "closure",
+        "default",
+        "genlocal",
+        "classattr",
+        "lrucache",
+        "tls",
+        "cvdefault",
+    ]
 )
 # hook dicts a tensor keeps in C (``register_hook`` adds to them), read through the C getters
 # of torch's TensorBase: no Python code of the target runs
@@ -150,6 +163,8 @@ def _render(root: str, steps: List[Step]) -> Tuple[str, List[str]]:
             part = f":{value}"  # a variable of the function, as file:function:local reads
         elif kind == "default":
             part = f"({value}=…)"
+        elif kind == "cvdefault":
+            part = "(default=…)"  # as it was made: ContextVar("trace", default=[])
         elif kind == "lrucache":
             part = ".<lru_cache>"
         elif kind == "lruitem":
@@ -223,6 +238,8 @@ def _step(ref: Any, child: Any) -> Optional[Step]:
     for name, value in c_fields(ref):
         if value is child:
             return ("attr", name)
+    if cls is contextvars.ContextVar:
+        return ("cvdefault", None) if cvar_default(ref) is child else None
     d = instance_dict(ref)
     if d is not None and d is child:
         return ("dictof", None)
@@ -331,6 +348,8 @@ def follow(obj: Any, steps: List[List[Any]]) -> Any:
             obj = frames.read_local(frame, value, whose) if frame is not None else None
         elif kind == "classattr" and type in mro(type(obj)):
             obj = type_dict(obj).get(value)
+        elif kind == "cvdefault" and type(obj) is contextvars.ContextVar:
+            obj = cvar_default(obj)
         elif kind == "tls" and _thread._local in mro(type(obj)):
             per_thread = thread_local_dicts(obj)
             i, name = value

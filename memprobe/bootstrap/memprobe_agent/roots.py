@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import _thread
 import collections
+import contextvars
 import gc
 import time
 import types
@@ -32,7 +33,7 @@ from .containertypes import CONTAINER_TYPES, DICT_TYPES
 from .holders import FOLLOWABLE, Step, c_fields, result, thread_local_dicts
 from .lrucache import LRU_WRAPPER, lru_cache_dict
 from .registries import known_registries
-from .typeinfo import instance_dict, mro, type_dict
+from .typeinfo import cvar_default, instance_dict, mro, type_dict
 from .userroots import LIBS, USER, Start, frame_roots, modules
 from .userroots import is_user_file as is_user_file
 from .userroots import is_user_module as is_user_module
@@ -330,6 +331,9 @@ def _children(value: Any) -> List[Tuple[Step, Any]]:
         return [(("lrucache", None), cache)] if cache is not None else []
     if _thread._local in mro(cls):
         return _thread_local_children(value)
+    if cls is contextvars.ContextVar:
+        default = cvar_default(value)
+        return [(("cvdefault", None), default)] if default is not None else []
     d = instance_dict(value)
     kids = [(("attr", k), v) for k, v in _dict_items(d)] if d is not None else []
     return kids + [(("attr", k), v) for k, v in c_fields(value)]

@@ -8,6 +8,7 @@ them (see census.py).
 
 from __future__ import annotations
 
+import contextvars
 import sys
 import types
 from typing import Any, Dict, Optional, Set, Tuple
@@ -115,3 +116,14 @@ def is_heap_type(cls: type) -> bool:
         return bool(_FLAGS.__get__(cls, type) & _HEAPTYPE)
     except Exception:  # noqa: BLE001
         return False
+
+
+def cvar_default(var: Any) -> Any:
+    """A ``contextvars.ContextVar``'s default, or None: what ``get()`` returns in a context
+    that never set it (a fresh, empty one; C code only). A default that is a mutable list
+    is one object shared by every context that never set its own: a per-request trace
+    declared ``ContextVar("trace", default=[])`` gathers every request's spans."""
+    try:
+        return contextvars.Context().run(var.get)
+    except LookupError:
+        return None
