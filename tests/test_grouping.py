@@ -418,3 +418,19 @@ def test_unlike_neighbours_stay_apart() -> None:
         part("__main__.b", ["__main__", ".b"], "ndarray", 1.0, 10),
     ]
     assert len(group_findings(frame)) == 4
+
+
+def test_memory_that_grows_with_nothing_python_counts_is_said_to_be_outside_python() -> None:
+    # GIVEN a process whose memory grows while its censuses saw no type, no container and
+    # not Python's heap blocks grow (rows of an in-memory sqlite3 database never deleted)
+    found = [finding("uss_bytes", growth=80 * MIB), finding("rss_bytes", growth=82 * MIB)]
+    out = group_findings(found, looked=[1])
+    # THEN the finding says where such memory lives and how to find it
+    assert len(out) == 1
+    assert "outside Python's objects" in out[0].explanation
+    assert out[0].fix_hint is not None and "sqlite3" in out[0].fix_hint
+    # AND not where no census looked (a forked worker: the census is off there), nor where
+    # Python's heap grows with it
+    assert "outside Python" not in group_findings(found, looked=[]).pop().explanation
+    heap = [*found, finding("py_alloc_blocks")]
+    assert "outside Python" not in group_findings(heap, looked=[1]).pop().explanation

@@ -7,7 +7,7 @@ from typing import Optional
 
 from memprobe.analysis import DetectOptions, analyze
 from memprobe.analysis.culprit import attribute
-from memprobe.analysis.grouping import group_findings
+from memprobe.analysis.grouping import group_findings, looked_at
 from memprobe.record import RunRecord
 
 
@@ -15,7 +15,9 @@ def finalize(record: RunRecord, detect_options: Optional[DetectOptions] = None) 
     """Analyse a raw record and return it with findings (one per culprit), verdict and
     per-signal summaries."""
     result = analyze(record, detect_options or DetectOptions())
-    findings = group_findings(attribute(record, list(result.findings), result.verdicts))
+    findings = group_findings(
+        attribute(record, list(result.findings), result.verdicts), looked_at(record)
+    )
     return dataclasses.replace(
         record, findings=findings, verdict=result.verdict, signals=result.signals
     )

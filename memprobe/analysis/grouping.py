@@ -25,10 +25,11 @@ import re
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from memprobe.analysis.findings import rate_text_of
+from memprobe.analysis.hints import HINT_NATIVE
 from memprobe.analysis.series import container_holder, family_of
 from memprobe.analysis.siblings import Family, family_bytes, join_siblings, name_family
 from memprobe.analysis.wording import fmt_bytes
-from memprobe.record import Evidence, Finding
+from memprobe.record import Evidence, Finding, RunRecord
 
 __all__ = ["group_findings"]
 
@@ -38,8 +39,11 @@ _MEMORY_ORDER = ("uss_bytes", "rss_bytes", "pss_bytes")  # what the OS charges t
 _DEVICE_MEMORY = re.compile(r"^(cuda:\d+/allocated_bytes|nvml:\d+/used_bytes)$")
 
 
-def group_findings(findings: List[Finding]) -> List[Finding]:
-    """Merge the leak findings that name the same culprit; others pass through."""
+def group_findings(findings: List[Finding], looked: Iterable[Optional[int]] = ()) -> List[Finding]:
+    """Merge the leak findings that name the same culprit; others pass through.
+    ``looked``: the processes whose censuses looked at their objects more than once (where
+    nothing growing among them says something: see ``_outside_python``)."""
+    seen = set(looked)
     leaks = [f for f in findings if f.kind == "leak" and f.verdict == "leak"]
     rest = [f for f in findings if not (f.kind == "leak" and f.verdict == "leak")]
     by_pid: Dict[Optional[int], List[Finding]] = {}
@@ -81,7 +85,7 @@ def group_findings(findings: List[Finding]) -> List[Finding]:
         of = {id(named[h]): fam for h, fam in families.items() if h in named}
         out.extend(_merge(g, sole, of.get(id(g))) for g in groups)
         if loose:
-            out.append(_merge(loose, not groups))
+            out.append(_merge(loose, not groups, native=not groups and members[0].pid in seen))
     return out + rest
 
 
@@ -134,7 +138,9 @@ def _rank(f: Finding) -> Tuple[int, int, float]:
     return (_FAMILY_ORDER.get(fam, 9), mem, -f.confidence)
 
 
-def _merge(members: List[Finding], sole: bool, family: Optional[Family] = None) -> Finding:
+def _merge(
+    members: List[Finding], sole: bool, family: Optional[Family] = None, native: bool = False
+) -> Finding:
     best = min((f for f in members if f.culprit), key=_culprit_rank, default=None)
     members = sorted(members, key=_rank)
     lead = _lead(members)
@@ -149,10 +155,15 @@ def _merge(members: List[Finding], sole: bool, family: Optional[Family] = None) 
     retained = _retained(members, named, sole, direct)
     at_oom = _at_oom(lead, retained)
     text = _text(lead, named, members, retained)
+    native = native and named is None and _outside_python(members)
+    if native:
+        text += " " + _OUTSIDE_PYTHON
     merged = dataclasses.replace(
         lead,
         culprit=named.culprit if named else lead.culprit,
-        fix_hint=(named.fix_hint if named else None) or lead.fix_hint,
+        fix_hint=(named.fix_hint if named else None)
+        or lead.fix_hint
+        or (HINT_NATIVE if native else None),
         confidence=max(f.confidence for f in members),
         evidence=evidence,
         explanation=text,
@@ -161,6 +172,25 @@ def _merge(members: List[Finding], sole: bool, family: Optional[Family] = None) 
         retained_bytes_at_oom=at_oom,
     )
     return merged if family is None else name_family(merged, family)
+
+
+def looked_at(record: RunRecord) -> List[Optional[int]]:
+    """The processes whose censuses looked at their objects at least twice."""
+    return [p.pid for p in record.processes if sum(1 for c in p.census if "types" in c) >= 2]
+
+
+_OUTSIDE_PYTHON = (
+    "Nothing Python counts grows with it: no object type, no container, not Python's own "
+    "allocator (`py_alloc_blocks`). The memory is taken outside Python's objects, by a C "
+    "library or extension the program calls, or by a few objects growing in place; "
+    "memprobe cannot look inside it."
+)
+
+
+def _outside_python(members: List[Finding]) -> bool:
+    """The process' only leak is memory alone: no member counts objects, containers or
+    Python's heap blocks, and none names a type."""
+    return all(family_of(f.signal) == "memory" and not f.culprit for f in members)
 
 
 def _lead(members: List[Finding]) -> Finding:

@@ -110,6 +110,12 @@ HINT_HEAP = (
     "Python objects accumulate: look for a list or dict on a long-lived object that only "
     "grows; clear it or use `collections.deque(maxlen=N)`"
 )
+# memory grows and nothing Python counts grows with it (see grouping._outside_python)
+HINT_NATIVE = (
+    "find what the loop feeds outside Python's objects: an in-memory database (`sqlite3` "
+    "rows never deleted), a C extension's buffers or caches, a `bytearray`/`io.BytesIO` "
+    "growing in place; a native profiler (`memray run --native`) names the C calls"
+)
 HINT_WORKER = (
     "DataLoader workers touch the refcounts of a Python-object dataset and copy its pages "
     "(pytorch/pytorch#13246): store it in NumPy arrays or Arrow instead of lists of objects"

@@ -43,7 +43,7 @@ class LiveJudge:
         from memprobe.analysis import analyze
         from memprobe.analysis.culprit import attribute, live_culprit
         from memprobe.analysis.findings import projection_text, rate_text
-        from memprobe.analysis.grouping import group_findings
+        from memprobe.analysis.grouping import group_findings, looked_at
 
         record = build_record(
             state, ExitInfo(), duration_s=max(0.0, time.time() - state.started_at), compact=False
@@ -75,7 +75,9 @@ class LiveJudge:
         run = self._stable.run_verdict()
         header = Text("verdict: ", style="bold")
         header.append(run.replace("_", " ").upper(), style=VERDICT_STYLE.get(run, ""))
-        findings = group_findings(attribute(record, list(result.findings), result.verdicts))
+        findings = group_findings(
+            attribute(record, list(result.findings), result.verdicts), looked_at(record)
+        )
         leaks = [f for f in findings if f.kind == "leak"]
         if run == "leak" and leaks:
             first = min(leaks, key=headline_order)
