@@ -151,8 +151,15 @@ def _merge(
     for f in reversed(members):  # the lead's own figures win
         evidence.update(f.evidence)
     evidence["signals"] = {f.signal: _rate(f) for f in members}
-    direct = family_bytes(family) if family is not None else None
-    retained = _retained(members, named, sole, direct)
+    # what the named holder's items take (a family of siblings: counted once, see siblings.py)
+    direct = (
+        family_bytes(family)
+        if family is not None
+        else named.evidence.get("container_bytes")
+        if named is not None
+        else None
+    )
+    retained = _retained(members, direct, sole)
     at_oom = _at_oom(lead, retained)
     text = _text(lead, named, members, retained)
     native = native and named is None and _outside_python(members)
@@ -229,13 +236,8 @@ def _rate(f: Finding) -> str:
     return rate_text_of(f.slope_per_step, f.slope_per_s, f.unit)
 
 
-def _retained(
-    members: List[Finding], named: Optional[Finding], sole: bool, family: Optional[float] = None
-) -> Optional[float]:
-    """``family``: what a family of sibling holders holds (siblings.family_bytes)."""
-    direct = (
-        family if family is not None else named.evidence.get("container_bytes") if named else None
-    )
+def _retained(members: List[Finding], direct: object, sole: bool) -> Optional[float]:
+    """``direct``: the bytes the agent measured in the culprit's items, if any."""
     best = float(direct) if isinstance(direct, (int, float)) and direct > 0 else None
     whole = _held_now(members)
     if best is not None and whole is not None and best > whole:

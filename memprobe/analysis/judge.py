@@ -67,7 +67,7 @@ def judge_series(
     ta = ta[keep] if ta is not None else None
     if ended and signal.startswith(_TOOTH_COUNTS):
         # what the program let go as it finished is judged without (trend.let_go_at_end)
-        end = let_go_at_end(ya)
+        end = let_go_at_end(xa, ya)
         xa, ya = xa[:end], ya[:end]
         ta = ta[:end] if ta is not None else None
     n = len(xa)

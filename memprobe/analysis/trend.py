@@ -191,7 +191,7 @@ def sawtooth_floor(x: Array, y: Array, first_tooth: bool = False) -> Optional[Sa
 END_LET_GO = 2
 
 
-def let_go_at_end(y: Array) -> int:
+def let_go_at_end(x: Array, y: Array) -> int:
     """How many of the series' samples to judge: all, unless its last one or two fell by
     more than half of everything the series spanned before them, and nothing fell before
     (a count that climbed the whole run and that the program let go as it finished, an
@@ -205,7 +205,7 @@ def let_go_at_end(y: Array) -> int:
         span = float(np.ptp(head))
         if span <= 0 or float(np.max(y[n - k :])) > float(head[-1]) - 0.5 * span:
             continue
-        if sawtooth_floor(head, head, first_tooth=True) is None:
+        if sawtooth_floor(x[: n - k], head, first_tooth=True) is None:
             return n - k
         break
     return n
