@@ -709,6 +709,31 @@ def test_a_graph_carried_over_several_censuses_backs_a_steady_rise() -> None:
     assert kept.verdict == "leak" and kept.steady
 
 
+def test_a_graph_kept_across_censuses_lets_a_late_rise_of_fast_steps_count() -> None:
+    # GIVEN 1,500 steps of 2 ms (3 s), RSS flat while the allocator's free space absorbs a
+    # chain's first 780 steps, then rising +13 KiB/step in 64 KiB pages (1.4 s of clock),
+    # and censuses that saw the graph behind main:total_loss at one, then three in a row
+    steps = np.arange(0.0, 1500.0, 25.0)
+    rise = np.clip(steps - 780.0, 0.0, None) * 13 * 1024
+    rss = 337e6 + np.floor(rise / 2**16) * 2**16
+
+    def with_census(kept: List[int]) -> RunRecord:
+        record = _record({"rss_bytes": rss}, stride=25, dt=0.05)
+        census: List[CensusEntry] = [{"step": 5, "t": 0.01, "graphs": {"nodes": 60}}]
+        for i, k in enumerate(kept):
+            carried = [{"holder": "main:total_loss", "kept": k, "node": "AddBackward0"}]
+            census.append({"step": 25 * 4**i, "t": 0.05 * 4**i, "graphs": {"carried": carried}})
+        proc = replace(record.processes[0], census=census)
+        return replace(record, processes=[proc])
+
+    once = analyze(with_census([1])).verdicts[(42, "rss_bytes")]
+    kept = analyze(with_census([1, 2, 3])).verdicts[(42, "rss_bytes")]
+    # THEN seen once, the rise is too short on the clock to tell from caches filling; with
+    # the graph kept across three censuses, it is that chain: a leak
+    assert once.verdict == "inconclusive", once.reason
+    assert kept.verdict == "leak", kept.reason
+
+
 def test_memory_that_rose_mid_run_then_stayed_flat_is_no_leak() -> None:
     # GIVEN RSS flat for 6,000 steps, rising 57 MiB over the next 2,900 (a replay memory
     # filling up to its bound, a DQN's), then flat for 5,100 steps: an S the straight line
