@@ -376,6 +376,56 @@ def test_only_the_differing_subscripts_become_wildcards() -> None:
     assert [f.holder for f in out] == ["t.py:main:opt.param_groups[0]['params'][*]._backward_hooks"]
 
 
+def test_a_member_reached_by_another_path_joins_its_family() -> None:
+    # GIVEN a hook registered on every parameter each step: six hook dicts named through the
+    # optimizer's parameter list, the seventh (the embedding's weight, the same object as
+    # the list's [0]) through the model (fresh/leak_grad_noise_hooks)
+    chain = ["t.py:main:opt", ".param_groups", "[0]", "['params']"]
+    found = [
+        part(
+            f"t.py:main:opt.param_groups[0]['params'][{k}]._backward_hooks",
+            [*chain, f"[{k}]", "._backward_hooks"],
+            "function",
+            1.0,
+            100,
+        )
+        for k in range(1, 7)
+    ]
+    emb = ["t.py:main:model", "._modules", "['emb']", "._parameters", "['weight']"]
+    stray = "t.py:main:model._modules['emb']._parameters['weight']._backward_hooks"
+    found.append(part(stray, [*emb, "._backward_hooks"], "function", 1.0, 100))
+    # AND beside it, another frame's hook dicts, and this frame's dicts growing at another pace
+    apart = [
+        part(
+            "t.py:evaluate:net._backward_hooks",
+            ["t.py:evaluate:net", "._backward_hooks"],
+            "function",
+            1.0,
+            100,
+        ),
+        part(
+            "t.py:main:probe._backward_hooks",
+            ["t.py:main:probe", "._backward_hooks"],
+            "function",
+            8.0,
+            100,
+        ),
+    ]
+    out = group_findings(found + apart)
+    # THEN the seventh is one of the family's seven, and the others stay findings of their own
+    holders = sorted(f.holder for f in out)
+    assert holders == sorted(
+        [
+            "t.py:main:opt.param_groups[0]['params'][*]._backward_hooks",
+            "t.py:evaluate:net._backward_hooks",
+            "t.py:main:probe._backward_hooks",
+        ]
+    )
+    family = next(f for f in out if "[*]" in f.holder)
+    assert stray in family.evidence["siblings"] and len(family.evidence["siblings"]) == 7
+    assert "(7 in all)" in family.explanation
+
+
 def test_two_lists_of_one_object_growing_alike_are_one_finding() -> None:
     # GIVEN a mock spy: its mock_calls and call_args_list each gain one call per step and
     # hold the same arguments (each measured alone at ~195 MiB)

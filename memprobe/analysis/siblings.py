@@ -63,7 +63,47 @@ def join_siblings(named: Dict[str, List[Finding]]) -> Dict[str, Family]:
         families[lead] = Family(name, key[0], holders, chains, [_bytes(named[h]) for h in holders])
         for other in holders[1:]:
             named[lead].extend(named.pop(other))
+    for lead, family in families.items():
+        if family.kind == "items":
+            _join_strays(lead, family, named, families)
     return families
+
+
+def _join_strays(
+    lead: str, family: Family, named: Dict[str, List[Finding]], families: Dict[str, Family]
+) -> None:
+    """One more member of an items family that the census reached by another path: the
+    same object's hook dict named through ``model._modules['emb']._parameters['weight']``
+    where its six siblings were named through ``opt.param_groups[0]['params'][k]``. It
+    joins when it hangs below a variable of the same frame or module by the same last
+    attribute, holds the same type and grows at the family's pace; a holder in a family of
+    its own stays apart."""
+    tail = family.chains[0][-1]
+    if not tail.startswith(".") or len(family.chains[0]) < 3:
+        return
+    kind = next((f.culprit_type for f in named[lead] if f.culprit_type), "")
+    pace = _pace(named[lead])
+    if pace is None:
+        return
+    for holder in list(named):
+        if holder == lead or holder in families:
+            continue
+        chain = _chain_of(named[holder])
+        other = _pace(named[holder])
+        if (
+            chain is None
+            or len(chain) < 3
+            or _scope(chain[0]) != _scope(family.chains[0][0])
+            or chain[-1] != tail
+            or other is None
+            or max(pace, other) > PACE_RATIO * min(pace, other)
+            or next((f.culprit_type for f in named[holder] if f.culprit_type), "") != kind
+        ):
+            continue
+        family.members.append(holder)
+        family.chains.append(chain)
+        family.bytes_each.append(_bytes(named[holder]))
+        named[lead].extend(named.pop(holder))
 
 
 def name_family(merged: Finding, family: Family) -> Finding:
@@ -125,6 +165,12 @@ def _key(group: List[Finding]) -> Optional[Tuple[str, ...]]:
         kind = next((f.culprit_type for f in group if f.culprit_type), "")
         return ("attrs", str(kind), *chain[:-1])
     return None
+
+
+def _scope(root: str) -> str:
+    """The frame or module a root variable lives in (``train.py:main`` of
+    ``train.py:main:opt``, ``__main__`` of ``__main__.trainer``)."""
+    return root.rsplit(":", 1)[0] if ":" in root else root.rsplit(".", 1)[0]
 
 
 def _pace(group: List[Finding]) -> Optional[float]:
