@@ -19,6 +19,7 @@ from memprobe.bootstrap.memprobe_agent import (
     graphs,
     holders,
     lrucache,
+    native,
     roots,
     slots,
 )
@@ -1272,3 +1273,44 @@ def test_what_keeps_a_growing_type_with_no_container_is_watched_by_holder() -> N
         assert gone() is None
     finally:
         del sys.modules[mod.__name__]
+
+
+def test_handles_on_memory_outside_python_are_listed_with_what_they_hold() -> None:
+    # GIVEN an in-memory sqlite3 database and a big bytearray on an object of a user module,
+    # and a small bytearray and a closed connection beside them
+    import sqlite3
+
+    class Store:
+        def __init__(self) -> None:
+            self.conn = sqlite3.connect(":memory:")
+            self.conn.execute("CREATE TABLE events (ts INTEGER, route TEXT)")
+            self.log = bytearray(200_000)
+            self.small = bytearray(10)
+
+    mod = types.ModuleType("native_demo")
+    mod.__file__ = "/srv/project/native_demo.py"
+    store = Store()
+    closed = sqlite3.connect(":memory:")
+    closed.close()
+    mod.store, mod.closed = store, closed  # type: ignore[attr-defined]
+    sys.modules["native_demo"] = mod
+    try:
+        store.conn.executemany("INSERT INTO events VALUES (?, ?)", [(i, "/a") for i in range(50)])
+        found = native.handles(time.perf_counter() + FAR)
+        store.conn.executemany("INSERT INTO events VALUES (?, ?)", [(i, "/b") for i in range(30)])
+        later = native.handles(time.perf_counter() + FAR)
+    finally:
+        del sys.modules["native_demo"]
+        store.conn.close()
+    by_holder = {h["holder"]: h for h in found}
+    # THEN the connection is listed with the rows it changed (no SQL run on it), the big
+    # buffer with its size; the small buffer and the closed connection are not
+    assert by_holder["native_demo.store.conn"] == {
+        "holder": "native_demo.store.conn",
+        "type": "sqlite3.Connection",
+        "rows_changed": 50,
+    }
+    assert by_holder["native_demo.store.log"]["bytes"] >= 200_000
+    assert set(by_holder) == {"native_demo.store.conn", "native_demo.store.log"}
+    # AND the next look reads the connection's rows again
+    assert {h["holder"]: h for h in later}["native_demo.store.conn"]["rows_changed"] == 80

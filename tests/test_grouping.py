@@ -9,6 +9,7 @@ from memprobe.analysis.culprit import attribute
 from memprobe.analysis.culprit_patterns import culprit_for
 from memprobe.analysis.grouping import group_findings
 from memprobe.analysis.hints import HINT_CARRIED, HINT_DETACH
+from memprobe.analysis.native import grown_handles
 from memprobe.analysis.verdict import SignalVerdict
 from memprobe.record import (
     CensusEntry,
@@ -484,3 +485,56 @@ def test_memory_that_grows_with_nothing_python_counts_is_said_to_be_outside_pyth
     assert "outside Python" not in group_findings(found, looked=[]).pop().explanation
     heap = [*found, finding("py_alloc_blocks")]
     assert "outside Python" not in group_findings(heap, looked=[1]).pop().explanation
+
+
+def _native_record(native: List[List[Dict[str, Any]]]) -> RunRecord:
+    census: List[CensusEntry] = [
+        {"step": None, "t": 2.0 * i, "types": {}, "native": cast(List[Any], entry)}
+        for i, entry in enumerate(native)
+    ]
+    proc = Process(pid=1, role="main", census=census)
+    return RunRecord(
+        command=["gateway.py"],
+        cwd="/",
+        started_at=0.0,
+        duration_s=20.0,
+        exit=ExitInfo(code=0),
+        limits=Limits(ram_bytes=8 * 2**30, ram_source="machine"),
+        x_axis="time",
+        processes=[proc],
+    )
+
+
+def test_a_handle_on_memory_outside_python_that_grew_is_named() -> None:
+    # GIVEN memory growing with nothing Python counts, and censuses that saw an in-memory
+    # sqlite3 connection change more and more rows, beside a buffer that stayed
+    conn = "gateway.py:main:store.conn"
+    buf = {"holder": "gateway.py:main:scratch", "type": "bytearray", "bytes": 2**20}
+    record = _native_record(
+        [
+            [{"holder": conn, "type": "sqlite3.Connection", "rows_changed": n}, buf]
+            for n in (5_000, 40_000, 103_000)
+        ]
+    )
+    found = [finding("uss_bytes", growth=80 * MIB), finding("rss_bytes", growth=82 * MIB)]
+    out = group_findings(found, looked=[1], handles=grown_handles(record))
+    # THEN the finding names the connection, says what it changed, and how to fix it
+    assert len(out) == 1
+    f = out[0]
+    assert f.holder == conn and f.culprit_type == "sqlite3.Connection"
+    assert "changed 98,000 rows between the first and the last of 3 censuses" in f.explanation
+    assert f.fix_hint is not None and "deletes" in f.fix_hint
+    # AND a buffer that grew by megabytes is named before a connection that was only fed
+    grown = dict(buf, bytes=9 * 2**20)
+    record = _native_record(
+        [
+            [{"holder": conn, "type": "sqlite3.Connection", "rows_changed": 10}, buf],
+            [{"holder": conn, "type": "sqlite3.Connection", "rows_changed": 20}, grown],
+        ]
+    )
+    assert grown_handles(record)[1].holder == "gateway.py:main:scratch"
+    # AND nothing is named where no handle grew, or where Python's heap grows with it
+    still = _native_record([[buf], [buf]])
+    assert grown_handles(still) == {}
+    heap = [*found, finding("py_alloc_blocks")]
+    assert group_findings(heap, looked=[1], handles=grown_handles(record))[0].holder is None

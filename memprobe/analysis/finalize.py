@@ -8,6 +8,7 @@ from typing import Optional
 from memprobe.analysis import DetectOptions, analyze
 from memprobe.analysis.culprit import attribute
 from memprobe.analysis.grouping import group_findings, looked_at
+from memprobe.analysis.native import grown_handles
 from memprobe.record import RunRecord
 
 
@@ -16,7 +17,9 @@ def finalize(record: RunRecord, detect_options: Optional[DetectOptions] = None) 
     per-signal summaries."""
     result = analyze(record, detect_options or DetectOptions())
     findings = group_findings(
-        attribute(record, list(result.findings), result.verdicts), looked_at(record)
+        attribute(record, list(result.findings), result.verdicts),
+        looked_at(record),
+        grown_handles(record),
     )
     return dataclasses.replace(
         record, findings=findings, verdict=result.verdict, signals=result.signals

@@ -22,14 +22,15 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 
 from memprobe.analysis.findings import rate_text_of
-from memprobe.analysis.hints import HINT_NATIVE
+from memprobe.analysis.hints import HINT_NATIVE, HINT_NATIVE_BUFFER, HINT_SQLITE
+from memprobe.analysis.native import Handle
 from memprobe.analysis.series import container_holder, family_of
 from memprobe.analysis.siblings import Family, family_bytes, join_siblings, name_family
-from memprobe.analysis.wording import fmt_bytes
-from memprobe.record import Evidence, Finding, RunRecord
+from memprobe.analysis.wording import fmt_bytes, fmt_count
+from memprobe.record import Culprit, Evidence, Finding, RunRecord
 
 __all__ = ["group_findings"]
 
@@ -39,10 +40,15 @@ _MEMORY_ORDER = ("uss_bytes", "rss_bytes", "pss_bytes")  # what the OS charges t
 _DEVICE_MEMORY = re.compile(r"^(cuda:\d+/allocated_bytes|nvml:\d+/used_bytes)$")
 
 
-def group_findings(findings: List[Finding], looked: Iterable[Optional[int]] = ()) -> List[Finding]:
+def group_findings(
+    findings: List[Finding],
+    looked: Iterable[Optional[int]] = (),
+    handles: Optional[Mapping[int, Handle]] = None,
+) -> List[Finding]:
     """Merge the leak findings that name the same culprit; others pass through.
     ``looked``: the processes whose censuses looked at their objects more than once (where
-    nothing growing among them says something: see ``_outside_python``)."""
+    nothing growing among them says something: see ``_outside_python``). ``handles``: per
+    process, the handle on memory outside Python's objects that grew (``native.py``)."""
     seen = set(looked)
     leaks = [f for f in findings if f.kind == "leak" and f.verdict == "leak"]
     rest = [f for f in findings if not (f.kind == "leak" and f.verdict == "leak")]
@@ -85,7 +91,10 @@ def group_findings(findings: List[Finding], looked: Iterable[Optional[int]] = ()
         of = {id(named[h]): fam for h, fam in families.items() if h in named}
         out.extend(_merge(g, sole, of.get(id(g))) for g in groups)
         if loose:
-            out.append(_merge(loose, not groups, native=not groups and members[0].pid in seen))
+            pid = members[0].pid
+            native = not groups and pid in seen
+            handle = (handles or {}).get(pid) if native and pid is not None else None
+            out.append(_merge(loose, not groups, native=native, handle=handle))
     return out + rest
 
 
@@ -139,7 +148,11 @@ def _rank(f: Finding) -> Tuple[int, int, float]:
 
 
 def _merge(
-    members: List[Finding], sole: bool, family: Optional[Family] = None, native: bool = False
+    members: List[Finding],
+    sole: bool,
+    family: Optional[Family] = None,
+    native: bool = False,
+    handle: Optional[Handle] = None,
 ) -> Finding:
     best = min((f for f in members if f.culprit), key=_culprit_rank, default=None)
     members = sorted(members, key=_rank)
@@ -163,14 +176,20 @@ def _merge(
     at_oom = _at_oom(lead, retained)
     text = _text(lead, named, members, retained)
     native = native and named is None and _outside_python(members)
+    culprit = named.culprit if named else lead.culprit
+    hint = HINT_NATIVE if native else None
     if native:
         text += " " + _OUTSIDE_PYTHON
+        if handle is not None:
+            text += " " + _handle_text(handle)
+            culprit = Culprit(
+                type=handle.type, holder=handle.holder, location=None, holds_autograd_graph=False
+            )
+            hint = HINT_SQLITE if handle.unit == "rows" else HINT_NATIVE_BUFFER
     merged = dataclasses.replace(
         lead,
-        culprit=named.culprit if named else lead.culprit,
-        fix_hint=(named.fix_hint if named else None)
-        or lead.fix_hint
-        or (HINT_NATIVE if native else None),
+        culprit=culprit,
+        fix_hint=(named.fix_hint if named else None) or lead.fix_hint or hint,
         confidence=max(f.confidence for f in members),
         evidence=evidence,
         explanation=text,
@@ -192,6 +211,19 @@ _OUTSIDE_PYTHON = (
     "library or extension the program calls, or by a few objects growing in place; "
     "memprobe cannot look inside it."
 )
+
+
+def _handle_text(handle: Handle) -> str:
+    what = (
+        f"changed {fmt_count(handle.grown)} rows"
+        if handle.unit == "rows"
+        else f"grew by {fmt_bytes(handle.grown)}"
+    )
+    return (
+        f"Of the handles on such memory the program holds, `{handle.holder}` "
+        f"(a {handle.type}) {what} between the first and the last of {handle.censuses} "
+        "censuses."
+    )
 
 
 def _outside_python(members: List[Finding]) -> bool:

@@ -116,6 +116,14 @@ HINT_NATIVE = (
     "rows never deleted), a C extension's buffers or caches, a `bytearray`/`io.BytesIO` "
     "growing in place; a native profiler (`memray run --native`) names the C calls"
 )
+HINT_SQLITE = (
+    "an in-memory SQLite database keeps every row until it is deleted: check that the "
+    "pruning really deletes (the cutoff's units, its `WHERE`), or keep the table in a file"
+)
+HINT_NATIVE_BUFFER = (
+    "a buffer grown in place keeps everything written to it: `del buf[:n]` / a fresh "
+    "`io.BytesIO()` once what it holds is used, or write to a file"
+)
 HINT_WORKER = (
     "DataLoader workers touch the refcounts of a Python-object dataset and copy its pages "
     "(pytorch/pytorch#13246): store it in NumPy arrays or Arrow instead of lists of objects"

@@ -97,6 +97,7 @@ class CensusEntry(TypedDict, total=False):
     modules: Dict[str, JSONValue]
     ndarray: Dict[str, JSONValue]
     growing_types: List[JSONValue]
+    native: List[JSONValue]  # handles on memory outside Python's objects (agent's native.py)
     tracemalloc: Dict[str, JSONValue]
     objects_total: int
     truncated: bool

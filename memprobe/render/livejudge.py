@@ -44,6 +44,7 @@ class LiveJudge:
         from memprobe.analysis.culprit import attribute, live_culprit
         from memprobe.analysis.findings import projection_text, rate_text
         from memprobe.analysis.grouping import group_findings, looked_at
+        from memprobe.analysis.native import grown_handles
 
         record = build_record(
             state, ExitInfo(), duration_s=max(0.0, time.time() - state.started_at), compact=False
@@ -76,7 +77,9 @@ class LiveJudge:
         header = Text("verdict: ", style="bold")
         header.append(run.replace("_", " ").upper(), style=VERDICT_STYLE.get(run, ""))
         findings = group_findings(
-            attribute(record, list(result.findings), result.verdicts), looked_at(record)
+            attribute(record, list(result.findings), result.verdicts),
+            looked_at(record),
+            grown_handles(record),
         )
         leaks = [f for f in findings if f.kind == "leak"]
         if run == "leak" and leaks:

@@ -22,7 +22,7 @@ import time
 from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
-from . import arrays, carried, census, graphs, referents, roots, threadsafe, wire
+from . import arrays, carried, census, graphs, native, referents, roots, threadsafe, wire
 from .budget import Budget
 from .containers import ContainerTracker
 from .tmwindow import TraceWindow
@@ -181,6 +181,9 @@ class CensusTaker:
         holder_deadline = time.perf_counter() + self.deadline_s / 4
         t_hold = time.perf_counter()
         self.graph_holders.name(res, v, self.prev_v, payload, holder_deadline)
+        found = native.handles(holder_deadline)
+        if found:
+            payload["native"] = found
         for obj in roots.untracked_containers(
             max(self.min_len, UNTRACKED_MIN_LEN), holder_deadline
         ):

@@ -1,0 +1,69 @@
+"""Which handle on memory outside Python's objects grew (the agent's ``native.py``).
+
+Memory that grows while nothing Python counts grows with it is taken outside Python's
+objects (see ``grouping._outside_python``). Each census lists the in-memory SQLite
+connections, ``bytearray`` buffers and ``io.BytesIO`` objects the user's roots lead to,
+with one number that grows with what they hold; the one that grew between the first and
+the last census that saw it is the holder a person would look at. Pure: records in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from memprobe.record import CensusEntry, RunRecord
+
+__all__ = ["Handle", "grown_handles"]
+
+MIN_BUFFER_GROWTH = 1024 * 1024  # a buffer that gained less explains no leak
+
+
+@dataclass(frozen=True)
+class Handle:
+    holder: str
+    type: str
+    unit: str  # "rows" (a connection's rows changed) or "bytes" (a buffer's size)
+    grown: float
+    censuses: int
+
+
+def grown_handles(record: RunRecord) -> Dict[int, Handle]:
+    """pid -> the handle that grew most in that process (buffers first: their bytes are
+    the memory itself; a connection's changed rows only say it was fed)."""
+    out: Dict[int, Handle] = {}
+    for p in record.processes:
+        best = _best(p.census)
+        if best is not None:
+            out[p.pid] = best
+    return out
+
+
+def _best(census: Sequence[CensusEntry]) -> Optional[Handle]:
+    seen: Dict[Tuple[str, str, str], List[float]] = {}
+    for entry in census:
+        handles = entry.get("native") if isinstance(entry, dict) else None
+        for h in handles if isinstance(handles, list) else []:
+            read = _read(h)
+            if read is not None:
+                seen.setdefault(read[:3], []).append(read[3])
+    grown = [
+        Handle(holder, type_, unit, values[-1] - values[0], len(values))
+        for (holder, type_, unit), values in seen.items()
+        if len(values) >= 2
+        and values[-1] - values[0] >= (MIN_BUFFER_GROWTH if unit == "bytes" else 1)
+    ]
+    return max(grown, key=lambda h: (h.unit == "bytes", h.grown), default=None)
+
+
+def _read(h: Any) -> Optional[Tuple[str, str, str, float]]:
+    if not isinstance(h, dict):
+        return None
+    holder, type_ = h.get("holder"), h.get("type")
+    if not isinstance(holder, str) or not isinstance(type_, str):
+        return None
+    for key, unit in (("bytes", "bytes"), ("rows_changed", "rows")):
+        value = h.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return holder, type_, unit, float(value)
+    return None
