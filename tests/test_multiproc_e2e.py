@@ -214,10 +214,11 @@ def test_dataloader_workers_each_judged_on_their_own(
         assert {"rss_bytes", "uss_bytes", "pss_bytes"} <= set(w["series"])
         assert len(w["series"]["uss_bytes"]["value"]) >= 8
     # the leaking worker grows by far more than the clean one once both run (a spawned
-    # worker first imports torch: its first samples are the interpreter starting)
+    # worker first imports torch: its first samples are the interpreter starting, and on a
+    # loaded machine that start took 40 % of a clean worker's samples: its last 40 % then)
     leaky, clean = workers[leaking_id], workers[1 - leaking_id]
     assert _growth(leaky, "rss_bytes", after=0.4) > 20 * MIB
-    assert _growth(clean, "rss_bytes", after=0.4) < 0.25 * _growth(leaky, "rss_bytes", after=0.4)
+    assert _growth(clean, "rss_bytes", after=0.6) < 0.25 * _growth(leaky, "rss_bytes", after=0.6)
     # AND the verdicts are per process: that worker leaks, the other and main do not
     assert {"rss_bytes", "uss_bytes", "pss_bytes"} & set(_leaks(record, leaky["pid"]))
     assert _leaks(record, clean["pid"]) == {}
