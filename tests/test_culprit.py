@@ -230,6 +230,30 @@ def test_plain_container_of_dicts() -> None:
     assert c.fix_hint is not None and "deque(maxlen" in c.fix_hint
 
 
+def test_a_light_log_beside_what_leaks_is_not_blamed_for_the_memory() -> None:
+    # GIVEN an evaluation sweep whose list of result dicts grows (14 small dicts, 4.5 KiB)
+    # while its jobs (the script's own class) all stay alive, kept by a chain of signal
+    # handlers no container shows (wild_m/leak_site_shift_eval_sweep)
+    def entries(log_bytes: float) -> List[Dict[str, Any]]:
+        out = []
+        for i, (step, n) in enumerate([(5, 0), (25, 4), (100, 9), (205, 14)]):
+            results = box("main:results", n, 0, "dict")
+            results["bytes"] = log_bytes * n / 14
+            jobs = {"type": "__main__.EvalJob", "count": 1 + n, "delta": 5}
+            grown = [jobs, {"type": "list", "count": 8000, "delta": 30}] if i else []
+            e = census(step, containers=[results] if n else [])
+            e["growing_types"] = grown
+            out.append(e)
+        return out
+
+    c = culprit_for("rss_bytes", build_profile(entries(4502.0)))
+    # THEN the memory is blamed on the jobs by their type, not on the log
+    assert c is not None and c.type == "__main__.EvalJob" and c.holder is None, c
+    # AND a list of dicts that holds megabytes is still the culprit
+    heavy = culprit_for("rss_bytes", build_profile(entries(40 * 2**20)))
+    assert heavy is not None and heavy.holder == "main:results"
+
+
 def test_a_dict_of_flags_keyed_by_messages_names_its_keys() -> None:
     # GIVEN a dict whose values are plain True (the warnings registry: every distinct
     # message a tuple key) that grows by 10 entries a step

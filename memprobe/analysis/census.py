@@ -376,6 +376,22 @@ def _step_name(holder: str) -> bool:
     return last in _STEP_NAMES
 
 
+LIGHT_BYTES = 256 * 1024  # a container of plain records holding less than this is a log
+_PLAIN_ITEMS = frozenset(["dict", "tuple", "list", "float", "int", "str", "bool", "NoneType"])
+
+
+def light(c: Container) -> bool:
+    """A log of small plain records (a metrics history, a list of result dicts): its items
+    measured at under ``LIGHT_BYTES`` in all, each a builtin dict, tuple, list or number.
+    It grows, but what it holds cannot be a memory leak of megabytes; something else is."""
+    return (
+        c.bytes is not None
+        and c.bytes < LIGHT_BYTES
+        and bool(c.elem_types)
+        and set(c.elem_types) <= _PLAIN_ITEMS
+    )
+
+
 def _blame_order(c: Container) -> Tuple[bool, float, float]:
     rounded = float(f"{c.per_step:.1g}") if c.per_step > 0 else 0.0
     return (c.complete, rounded, c.bytes or 0.0)

@@ -5,9 +5,9 @@ never closed, NumPy arrays kept, unbounded containers, objects of one type).
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Dict, Optional
 
-from memprobe.analysis.census import Container, Profile
+from memprobe.analysis.census import Container, Profile, light
 from memprobe.analysis.culprit_make import TENSOR, Culprit, evidence_of, make_culprit
 from memprobe.analysis.culprit_tensors import graph_culprit, growing_tensor, tensors_culprit
 from memprobe.analysis.hints import (
@@ -95,6 +95,12 @@ def primary(prof: Profile) -> Optional[Culprit]:
         if c is not None:
             return c
     box = _in_tree(prof, prof.top_container()) or prof.filled_in_turn()
+    if box is not None and light(box):
+        # a log of small records grows beside what leaks: the program's own objects or the
+        # tensors that accumulate are named instead, by their type
+        other = _own_type(prof) or tensors_culprit(prof)
+        if other is not None:
+            return other
     if box is not None:
         return _container(prof, box)
     grown = growing_tensor(prof)
@@ -102,6 +108,20 @@ def primary(prof: Profile) -> Optional[Culprit]:
         return grown
     top = prof.top_type()
     return _of_type(prof, top) if top is not None else None
+
+
+def _own_type(prof: Profile) -> Optional[Culprit]:
+    """The script's own class (``__main__``) whose live instances grew most, if any grew."""
+    gained: Dict[str, float] = {}
+    for entry in prof.entries[1:]:
+        growing = entry.get("growing_types") if isinstance(entry, dict) else None
+        for g in growing if isinstance(growing, list) else []:
+            name = g.get("type") if isinstance(g, dict) else None
+            delta = g.get("delta") if isinstance(g, dict) else None
+            if isinstance(name, str) and name.startswith("__main__.") and isinstance(delta, int):
+                gained[name] = gained.get(name, 0.0) + delta
+    best = max(gained.items(), key=lambda kv: kv[1], default=None)
+    return _of_type(prof, best[0]) if best is not None and best[1] >= 2 else None
 
 
 def _modules(prof: Profile) -> Optional[Culprit]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from memprobe.analysis.census import SUM_NODES, Profile
+from memprobe.analysis.census import SUM_NODES, Profile, light
 from memprobe.analysis.culprit_make import TENSOR, Culprit, evidence_of, make_culprit
 from memprobe.analysis.hints import (
     HINT_CARRIED,
@@ -235,7 +235,7 @@ def tensors_culprit(prof: Profile) -> Optional[Culprit]:
     ev = evidence_of(per_step=rate, tensor_bytes_per_step=round(prof.rate("tensors:cpu_bytes")))
     if box is None:  # the tensors sit inside the items of a growing container (transitions)
         inner = prof.top_container() or prof.filled_in_turn()
-        if inner is not None:
+        if inner is not None and not light(inner):
             elem = inner.elem_types[0] if inner.elem_types else "item"
             return make_culprit(
                 prof,
