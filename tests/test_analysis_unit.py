@@ -687,23 +687,25 @@ def test_a_steady_rise_alone_over_a_short_window_is_not_yet_a_leak() -> None:
     assert fast.steady and fast.verdict == "inconclusive"
 
 
+def _carried(record: RunRecord, kept: List[int], s_per_step: float) -> RunRecord:
+    """The record with censuses at steps 5, then 25, 100, 400 ... that saw the graph behind
+    ``main:total_loss`` outlive ``kept[i]`` censuses in a row (``total_loss += loss``)."""
+    census: List[CensusEntry] = [{"step": 5, "t": 5 * s_per_step, "graphs": {"nodes": 60}}]
+    for i, k in enumerate(kept):
+        carried = [{"holder": "main:total_loss", "kept": k, "node": "AddBackward0"}]
+        step = 25 * 4**i
+        census.append({"step": step, "t": step * s_per_step, "graphs": {"carried": carried}})
+    proc = replace(record.processes[0], census=census)
+    return replace(record, processes=[proc])
+
+
 def test_a_graph_carried_over_several_censuses_backs_a_steady_rise() -> None:
     # GIVEN 400 steps of RSS rising as an allocator staircase, and censuses that saw the
     # graph behind main:total_loss outlive them (total_loss += loss), at one, then at
     # three censuses in a row
-    rss = _allocator_staircase(400, 3)
-
-    def with_census(kept: List[int]) -> RunRecord:
-        record = _record({"rss_bytes": rss})
-        census: List[CensusEntry] = [{"step": 5, "t": 0.25, "graphs": {"nodes": 60}}]
-        for i, k in enumerate(kept):
-            carried = [{"holder": "main:total_loss", "kept": k, "node": "AddBackward0"}]
-            census.append({"step": 25 * 4**i, "t": 1.25 * 4**i, "graphs": {"carried": carried}})
-        proc = replace(record.processes[0], census=census)
-        return replace(record, processes=[proc])
-
-    once = analyze(with_census([1])).verdicts[(42, "rss_bytes")]
-    kept = analyze(with_census([1, 2, 3])).verdicts[(42, "rss_bytes")]
+    record = _record({"rss_bytes": _allocator_staircase(400, 3)})
+    once = analyze(_carried(record, [1], 0.05)).verdicts[(42, "rss_bytes")]
+    kept = analyze(_carried(record, [1, 2, 3], 0.05)).verdicts[(42, "rss_bytes")]
     # THEN one look is not enough to back it; a graph kept across three is
     assert once.verdict == "inconclusive" and "nothing else grows" in once.reason
     assert kept.verdict == "leak" and kept.steady
@@ -716,18 +718,9 @@ def test_a_graph_kept_across_censuses_lets_a_late_rise_of_fast_steps_count() -> 
     steps = np.arange(0.0, 1500.0, 25.0)
     rise = np.clip(steps - 780.0, 0.0, None) * 13 * 1024
     rss = 337e6 + np.floor(rise / 2**16) * 2**16
-
-    def with_census(kept: List[int]) -> RunRecord:
-        record = _record({"rss_bytes": rss}, stride=25, dt=0.05)
-        census: List[CensusEntry] = [{"step": 5, "t": 0.01, "graphs": {"nodes": 60}}]
-        for i, k in enumerate(kept):
-            carried = [{"holder": "main:total_loss", "kept": k, "node": "AddBackward0"}]
-            census.append({"step": 25 * 4**i, "t": 0.05 * 4**i, "graphs": {"carried": carried}})
-        proc = replace(record.processes[0], census=census)
-        return replace(record, processes=[proc])
-
-    once = analyze(with_census([1])).verdicts[(42, "rss_bytes")]
-    kept = analyze(with_census([1, 2, 3])).verdicts[(42, "rss_bytes")]
+    record = _record({"rss_bytes": rss}, stride=25, dt=0.05)
+    once = analyze(_carried(record, [1], 0.002)).verdicts[(42, "rss_bytes")]
+    kept = analyze(_carried(record, [1, 2, 3], 0.002)).verdicts[(42, "rss_bytes")]
     # THEN seen once, the rise is too short on the clock to tell from caches filling; with
     # the graph kept across three censuses, it is that chain: a leak
     assert once.verdict == "inconclusive", once.reason

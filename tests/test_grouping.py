@@ -360,10 +360,10 @@ def test_one_container_per_key_of_one_dict_is_one_finding() -> None:
     assert f.evidence["siblings"][0] == "__main__.monitor.act_stats['7']"  # the biggest leads
 
 
-def test_only_the_differing_subscripts_become_wildcards() -> None:
-    # GIVEN a hook registered on every parameter each step: one hook dict per parameter
+def hook_dicts(params: range) -> List[Finding]:
+    """One hook dict per parameter, named through the optimizer's parameter list."""
     chain = ["t.py:main:opt", ".param_groups", "[0]", "['params']"]
-    found = [
+    return [
         part(
             f"t.py:main:opt.param_groups[0]['params'][{k}]._backward_hooks",
             [*chain, f"[{k}]", "._backward_hooks"],
@@ -371,9 +371,13 @@ def test_only_the_differing_subscripts_become_wildcards() -> None:
             1.0,
             100,
         )
-        for k in range(3)
+        for k in params
     ]
-    out = group_findings(found)
+
+
+def test_only_the_differing_subscripts_become_wildcards() -> None:
+    # GIVEN a hook registered on every parameter each step: one hook dict per parameter
+    out = group_findings(hook_dicts(range(3)))
     assert [f.holder for f in out] == ["t.py:main:opt.param_groups[0]['params'][*]._backward_hooks"]
 
 
@@ -381,17 +385,7 @@ def test_a_member_reached_by_another_path_joins_its_family() -> None:
     # GIVEN a hook registered on every parameter each step: six hook dicts named through the
     # optimizer's parameter list, the seventh (the embedding's weight, the same object as
     # the list's [0]) through the model (fresh/leak_grad_noise_hooks)
-    chain = ["t.py:main:opt", ".param_groups", "[0]", "['params']"]
-    found = [
-        part(
-            f"t.py:main:opt.param_groups[0]['params'][{k}]._backward_hooks",
-            [*chain, f"[{k}]", "._backward_hooks"],
-            "function",
-            1.0,
-            100,
-        )
-        for k in range(1, 7)
-    ]
+    found = hook_dicts(range(1, 7))
     emb = ["t.py:main:model", "._modules", "['emb']", "._parameters", "['weight']"]
     stray = "t.py:main:model._modules['emb']._parameters['weight']._backward_hooks"
     found.append(part(stray, [*emb, "._backward_hooks"], "function", 1.0, 100))
