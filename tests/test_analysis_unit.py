@@ -598,6 +598,23 @@ def test_tensor_bytes_that_keep_their_pace_back_ragged_memory() -> None:
     assert out["rss_bytes"].verdict == "leak" and out["uss_bytes"].verdict == "inconclusive"
 
 
+def test_tensor_bytes_that_climbed_only_in_the_first_half_back_nothing_after() -> None:
+    from memprobe.analysis.census_growth import climb_is_stale
+
+    MiB = 2**20
+    # GIVEN tensor bytes climbing at four censuses, the last at 9.6 s (a rolling window
+    # filling while they were taken: wild_m/ok_flow_knn_context_window), in a process
+    # sampled from 0.2 to 17.8 s, and the same censuses in a process that ended at 12 s
+    census = [
+        {"t": t, "tensors": {"bytes_by_device": {"cpu": b * MiB}}}
+        for t, b in [(3.4, 21), (3.8, 22), (4.3, 25), (9.6, 50)]
+    ]
+    # THEN the climb says nothing of the last third of the longer run; it still backs the
+    # shorter one, whose last third it reaches
+    assert climb_is_stale(census, "time", [(0.2, 17.8), (0.5, 17.5)])
+    assert not climb_is_stale(census, "time", [(0.2, 12.0)])
+
+
 def test_tensor_bytes_climbing_evenly_over_spaced_censuses_are_a_leak() -> None:
     from memprobe.analysis.census_growth import even_tensor_climb
     from memprobe.analysis.verdict import SignalVerdict

@@ -228,6 +228,24 @@ def tensor_bytes_rate(census: Sequence[Mapping[str, Any]], axis: str, min_growth
     return _overall_rate(pts) if _climbs(pts, min_growth) else 0.0
 
 
+# the censuses whose tensor bytes climbed back memory only where the last of them came in
+# the last third of the process' samples: a window filling over the first half of a run
+# climbs at every census taken while it fills, and says nothing of the flat half after it
+CLIMB_LATE = 2.0 / 3.0
+
+
+def climb_is_stale(
+    census: Sequence[Mapping[str, Any]], axis: str, spans: Sequence[Tuple[float, float]]
+) -> bool:
+    """The last census that counted tensors came before the last third of the process'
+    samples (``spans``: each series' first and last x)."""
+    pts = _tensor_bytes(census, axis)
+    if not pts or not spans:
+        return False
+    first, end = min(a for a, _ in spans), max(b for _, b in spans)
+    return pts[-1][0] < first + CLIMB_LATE * (end - first)
+
+
 def _overall_rate(pts: List[Tuple[float, float]]) -> float:
     """From the first point to the last, per unit of x; 0 without a span."""
     if len(pts) < 2 or pts[-1][0] <= pts[0][0]:

@@ -25,6 +25,7 @@ from memprobe.analysis.census_growth import (
     backed_by_tensor_bytes,
     bounded_fill,
     carried_in_census,
+    climb_is_stale,
     deque_bounds,
     even_tensor_climb,
     items_bytes_rate,
@@ -153,6 +154,9 @@ def judge_process(
                 out[name] = short
     # tensor storage that keeps climbing (a bank grown with torch.cat: the count stays)
     climb = tensor_bytes_rate(process.census, axis, options.min_growth_bytes)
+    spans = [(float(p.x[0]), float(p.x[-1])) for p in prepared.values() if len(p.x)]
+    if climb > 0 and spans and climb_is_stale(process.census, axis, spans):
+        climb = 0.0
     bounds = deque_bounds(process.census)
     if accumulates(out, after_steps) or carried_in_census(process.census) or climb > 0:
         # something accumulates: memory that grows with it is less likely a random walk
