@@ -196,13 +196,14 @@ class Profile:
             return 0.0
         return (have[-1][1] - have[0][1]) / (have[-1][0] - have[0][0])
 
-    def top_type(self) -> Optional[str]:
-        """The type that gained most over the censuses (as the agent reported growth)."""
+    def top_type(self, prefix: str = "") -> Optional[str]:
+        """The type that gained most over the censuses (as the agent reported growth), of
+        those whose name starts with ``prefix`` (``"__main__."``: the script's own)."""
         gained: Dict[str, float] = {}
         for entry in self.entries[1:]:
             for g in as_list(entry.get("growing_types")):
                 if isinstance(g, dict) and isinstance(g.get("type"), str):
-                    if g["type"] in self.settled:
+                    if g["type"] in self.settled or not g["type"].startswith(prefix):
                         continue
                     gained[g["type"]] = gained.get(g["type"], 0.0) + (num(g.get("delta")) or 0.0)
         best = max(gained.items(), key=lambda kv: kv[1], default=None)

@@ -5,7 +5,7 @@ never closed, NumPy arrays kept, unbounded containers, objects of one type).
 
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Optional
 
 from memprobe.analysis.census import Container, Profile, light
 from memprobe.analysis.culprit_make import TENSOR, Culprit, evidence_of, make_culprit
@@ -112,16 +112,8 @@ def primary(prof: Profile) -> Optional[Culprit]:
 
 def _own_type(prof: Profile) -> Optional[Culprit]:
     """The script's own class (``__main__``) whose live instances grew most, if any grew."""
-    gained: Dict[str, float] = {}
-    for entry in prof.entries[1:]:
-        growing = entry.get("growing_types") if isinstance(entry, dict) else None
-        for g in growing if isinstance(growing, list) else []:
-            name = g.get("type") if isinstance(g, dict) else None
-            delta = g.get("delta") if isinstance(g, dict) else None
-            if isinstance(name, str) and name.startswith("__main__.") and isinstance(delta, int):
-                gained[name] = gained.get(name, 0.0) + delta
-    best = max(gained.items(), key=lambda kv: kv[1], default=None)
-    return _of_type(prof, best[0]) if best is not None and best[1] >= 2 else None
+    top = prof.top_type("__main__.")
+    return _of_type(prof, top) if top is not None else None
 
 
 def _modules(prof: Profile) -> Optional[Culprit]:
