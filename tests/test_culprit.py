@@ -254,6 +254,24 @@ def test_a_light_log_beside_what_leaks_is_not_blamed_for_the_memory() -> None:
     assert heavy is not None and heavy.holder == "main:results"
 
 
+def test_a_growing_dict_of_closures_is_blamed_before_a_log_beside_it() -> None:
+    # GIVEN a weight-drift monitor's history of (epoch, layer, drift) tuples growing every
+    # step, and the optimizer's step post-hooks gaining a closure an epoch, each holding a
+    # snapshot of the weights no size reads (wild_m/leak_cnn_weight_drift_monitor)
+    history = [box("main:monitor.history", n, 0, "tuple") for n in (4, 18)]
+    hooks = box("main:optimizer._optimizer_step_post_hooks", 7, 2, "function", "dict")
+    for b, size in ((history[0], 2904.0), (history[1], 12514.0), (hooks, 2476.0)):
+        b["bytes"] = size
+    entries = [
+        census(5),
+        census(25, containers=[history[0]]),
+        census(100, containers=[history[1], hooks]),
+    ]
+    c = culprit_for("rss_bytes", build_profile(entries))
+    # THEN the hook dict is the culprit, not the log
+    assert c is not None and c.holder == "main:optimizer._optimizer_step_post_hooks", c
+
+
 def test_a_dict_of_flags_keyed_by_messages_names_its_keys() -> None:
     # GIVEN a dict whose values are plain True (the warnings registry: every distinct
     # message a tuple key) that grows by 10 entries a step

@@ -231,21 +231,27 @@ class Profile:
             return []
         return [k for k, v in types.items() if isinstance(v, dict) and v.get("kind") == kind]
 
-    def growing(self) -> List[Container]:
+    def growing(self, min_items: int = MIN_ITEMS) -> List[Container]:
         """Containers that gained items, lists of plain numbers left out (a few bytes a step)."""
         return [
             c
             for c in self.containers
-            if c.growth >= MIN_ITEMS
+            if c.growth >= min_items
             and c.per_step > 0
             and not c.scalar
             and (self.active is None or c.holder in self.active)
         ]
 
-    def top_container(self) -> Optional[Container]:
+    def top_container(self, no_logs: bool = False) -> Optional[Container]:
         """The growing container to blame: a named one, growing fastest (to a tenth: lists
-        filled in the same loop grow alike), then the one whose items hold most bytes."""
-        boxes = self.growing()
+        filled in the same loop grow alike), then the one whose items hold most bytes.
+        ``no_logs``: of those that hold more than a log of small records (``light``), from
+        half the items: beside a log that grows every step, a dict that gains a closure an
+        epoch has few items to show between a short run's censuses."""
+        if no_logs:
+            boxes = [b for b in self.growing(MIN_ITEMS // 2) if not light(b)]
+        else:
+            boxes = self.growing()
         return max(boxes, key=_blame_order, default=None)
 
     def filled_in_turn(self) -> Optional[Container]:

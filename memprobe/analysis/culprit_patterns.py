@@ -96,9 +96,15 @@ def primary(prof: Profile) -> Optional[Culprit]:
             return c
     box = _in_tree(prof, prof.top_container()) or prof.filled_in_turn()
     if box is not None and light(box):
-        # a log of small records grows beside what leaks: the program's own objects or the
-        # tensors that accumulate are named instead, by their type
-        other = _own_type(prof) or tensors_culprit(prof)
+        # a log of small records grows beside what leaks: the program's own objects that
+        # accumulate, another growing container that holds more than records (an optimizer's
+        # hook dict gaining a closure an epoch), or the tensors, are named instead
+        heavier = prof.top_container(no_logs=True)
+        other = (
+            _own_type(prof)
+            or (_container(prof, heavier) if heavier is not None else None)
+            or tensors_culprit(prof)
+        )
         if other is not None:
             return other
     if box is not None:
