@@ -599,7 +599,7 @@ def test_tensor_bytes_that_keep_their_pace_back_ragged_memory() -> None:
 
 
 def test_tensor_bytes_that_climbed_only_in_the_first_half_back_nothing_after() -> None:
-    from memprobe.analysis.census_growth import climb_is_stale
+    from memprobe.analysis.census_growth import tensor_bytes_rate
 
     MiB = 2**20
     # GIVEN tensor bytes climbing at four censuses, the last at 9.6 s (a rolling window
@@ -611,8 +611,8 @@ def test_tensor_bytes_that_climbed_only_in_the_first_half_back_nothing_after() -
     ]
     # THEN the climb says nothing of the last third of the longer run; it still backs the
     # shorter one, whose last third it reaches
-    assert climb_is_stale(census, "time", [(0.2, 17.8), (0.5, 17.5)])
-    assert not climb_is_stale(census, "time", [(0.2, 12.0)])
+    assert tensor_bytes_rate(census, "time", MiB, [(0.2, 17.8), (0.5, 17.5)]) == 0.0
+    assert tensor_bytes_rate(census, "time", MiB, [(0.2, 12.0)]) > 0.0
 
 
 def test_tensor_bytes_climbing_evenly_over_spaced_censuses_are_a_leak() -> None:

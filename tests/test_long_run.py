@@ -17,6 +17,7 @@ import pytest
 
 from memprobe.analysis import analyze
 from memprobe.analysis.census_build import build_profile
+from memprobe.analysis.culprit_make import user_location
 from memprobe.collect.assemble import RECORD_CENSUS, RECORD_POINTS, build_record
 from memprobe.collect.censusbuf import CENSUS_HEAD, MAX_CENSUS, CensusBuf, thin_census
 from memprobe.collect.process import ProcState
@@ -160,7 +161,7 @@ def test_census_buffer_is_bounded_and_keeps_what_the_culprit_needs() -> None:
     assert ck.holder == cf.holder == "__main__.hist"
     assert ck.per_step == pytest.approx(cf.per_step, rel=0.01)
     assert pk.growth("tensors:count") == pf.growth("tensors:count")
-    assert pk.location() == pf.location()
+    assert user_location(pk) == user_location(pf)
 
 
 def test_thinning_folds_the_growth_of_dropped_censuses_into_the_next_kept_one() -> None:

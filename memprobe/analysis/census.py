@@ -334,30 +334,6 @@ class Profile:
         ]
         return max(boxes, key=_blame_order, default=None)
 
-    def location(self) -> Tuple[Optional[str], List[str]]:
-        """The user's line that allocated most of what survived the tracemalloc windows."""
-        by_line: Dict[str, Tuple[float, List[str]]] = {}
-        for w in self.windows:
-            for tb in as_list(w.get("tracebacks")):
-                if not isinstance(tb, dict) or not isinstance(tb.get("user_line"), str):
-                    continue
-                size = num(tb.get("size")) or 0.0
-                frames = [str(f) for f in as_list(tb.get("traceback"))][:8]
-                old = by_line.get(tb["user_line"], (0.0, frames))
-                by_line[tb["user_line"]] = (old[0] + size, old[1])
-            if not by_line:
-                for line in as_list(w.get("top")):
-                    if (
-                        isinstance(line, dict)
-                        and line.get("user")
-                        and isinstance(line.get("line"), str)
-                    ):
-                        by_line.setdefault(line["line"], (num(line.get("size")) or 0.0, []))
-        if not by_line:
-            return None, []
-        best = max(by_line.items(), key=lambda kv: kv[1][0])
-        return best[0], best[1][1]
-
 
 # root nodes of a step's own values (its loss, a mean of it, a layer's output): what an
 # accumulator or a recurrent state carries along, rarely the state itself

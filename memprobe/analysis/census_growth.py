@@ -221,29 +221,28 @@ def _even_climb(
     return out
 
 
-def tensor_bytes_rate(census: Sequence[Mapping[str, Any]], axis: str, min_growth: float) -> float:
-    """The tensors' bytes per step (per second without steps) from the first to the last
-    census, when they climbed at each of the last three (``_climbs``); else 0."""
-    pts = _tensor_bytes(census, axis)
-    return _overall_rate(pts) if _climbs(pts, min_growth) else 0.0
-
-
 # the censuses whose tensor bytes climbed back memory only where the last of them came in
 # the last third of the process' samples: a window filling over the first half of a run
 # climbs at every census taken while it fills, and says nothing of the flat half after it
 CLIMB_LATE = 2.0 / 3.0
 
 
-def climb_is_stale(
-    census: Sequence[Mapping[str, Any]], axis: str, spans: Sequence[Tuple[float, float]]
-) -> bool:
-    """The last census that counted tensors came before the last third of the process'
-    samples (``spans``: each series' first and last x)."""
+def tensor_bytes_rate(
+    census: Sequence[Mapping[str, Any]],
+    axis: str,
+    min_growth: float,
+    spans: Sequence[Tuple[float, float]] = (),
+) -> float:
+    """The tensors' bytes per step (per second without steps) from the first to the last
+    census, when they climbed at each of the last three (``_climbs``) and, given the
+    process' samples (``spans``: each series' first and last x), the last of those
+    censuses came in their last third; else 0."""
     pts = _tensor_bytes(census, axis)
-    if not pts or not spans:
-        return False
-    first, end = min(a for a, _ in spans), max(b for _, b in spans)
-    return pts[-1][0] < first + CLIMB_LATE * (end - first)
+    if spans and pts:
+        first, end = min(a for a, _ in spans), max(b for _, b in spans)
+        if pts[-1][0] < first + CLIMB_LATE * (end - first):
+            return 0.0
+    return _overall_rate(pts) if _climbs(pts, min_growth) else 0.0
 
 
 def _overall_rate(pts: List[Tuple[float, float]]) -> float:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional, cast
+from typing import Any, Dict, List, Optional, Tuple, cast
 
-from memprobe.analysis.census import Container, Profile
+from memprobe.analysis.census import Container, Profile, as_list, num
 from memprobe.record import Culprit as RecordCulprit
 from memprobe.record import Evidence
 
@@ -53,7 +53,7 @@ def make_culprit(
     ev: Evidence,
     box: Optional[Container],
 ) -> Culprit:
-    location, traceback = prof.location()
+    location, traceback = user_location(prof)
     evidence: Evidence = {"pattern": pattern}
     if type_name:
         evidence["growing_type"] = type_name
@@ -75,3 +75,29 @@ def make_culprit(
         sentence=sentence,
         evidence=evidence,
     )
+
+
+def user_location(prof: Profile) -> Tuple[Optional[str], List[str]]:
+    """The user's line that allocated most of what survived the tracemalloc windows, and
+    its traceback."""
+    by_line: Dict[str, Tuple[float, List[str]]] = {}
+    for w in prof.windows:
+        for tb in as_list(w.get("tracebacks")):
+            if not isinstance(tb, dict) or not isinstance(tb.get("user_line"), str):
+                continue
+            size = num(tb.get("size")) or 0.0
+            frames = [str(f) for f in as_list(tb.get("traceback"))][:8]
+            old = by_line.get(tb["user_line"], (0.0, frames))
+            by_line[tb["user_line"]] = (old[0] + size, old[1])
+        if not by_line:
+            for line in as_list(w.get("top")):
+                if (
+                    isinstance(line, dict)
+                    and line.get("user")
+                    and isinstance(line.get("line"), str)
+                ):
+                    by_line.setdefault(line["line"], (num(line.get("size")) or 0.0, []))
+    if not by_line:
+        return None, []
+    best = max(by_line.items(), key=lambda kv: kv[1][0])
+    return best[0], best[1][1]

@@ -25,7 +25,6 @@ from memprobe.analysis.census_growth import (
     backed_by_tensor_bytes,
     bounded_fill,
     carried_in_census,
-    climb_is_stale,
     deque_bounds,
     even_tensor_climb,
     items_bytes_rate,
@@ -153,27 +152,24 @@ def judge_process(
             if short.verdict == NO_LEAK and short.ci_high * options.min_span_seconds < limit:
                 out[name] = short
     # tensor storage that keeps climbing (a bank grown with torch.cat: the count stays)
-    climb = tensor_bytes_rate(process.census, axis, options.min_growth_bytes)
     spans = [(float(p.x[0]), float(p.x[-1])) for p in prepared.values() if len(p.x)]
-    if climb > 0 and spans and climb_is_stale(process.census, axis, spans):
-        climb = 0.0
+    climb = tensor_bytes_rate(process.census, axis, options.min_growth_bytes, spans)
     bounds = deque_bounds(process.census)
-    if accumulates(out, after_steps) or carried_in_census(process.census) or climb > 0:
+    carried = carried_in_census(process.census)
+    kept = carried_in_census(process.census, min_kept=CARRIED_BACKS)
+    if accumulates(out, after_steps) or carried or climb > 0:
         # something accumulates: memory that grows with it is less likely a random walk
         # (half the clearance over its noise band) and, without steps, needs the short
-        # span only
+        # span only. A graph that outlived censuses in a row across optimizer steps: memory
+        # that climbs after the warm-up is that chain, not the first batches filling caches,
+        # so the clock it needs is the short one's half (1,500 steps of 3 ms: the allocator's
+        # free space absorbs the chain's first 800, leaving under two seconds of rise)
+        share = CARRIED_CLOCK if axis == "step" and kept else 1.0
         memory = replace(
             backed if axis == "time" else options,
             min_rise_over_band=options.min_rise_over_band / 2,
+            min_span_seconds_backed=options.min_span_seconds_backed * share,
         )
-        if axis == "step" and carried_in_census(process.census, min_kept=CARRIED_BACKS):
-            # one graph outlived censuses in a row across optimizer steps: memory that climbs
-            # after the warm-up is that chain, not the first batches filling caches, so the
-            # clock it needs is the short one's half (1,500 steps of 3 ms: the allocator's
-            # free space absorbs the chain's first 800, leaving under two seconds of rise)
-            memory = replace(
-                memory, min_span_seconds_backed=memory.min_span_seconds_backed * CARRIED_CLOCK
-            )
         for name in prepared:
             if not counts_items(name) and out[name].verdict == INCONCLUSIVE:
                 out[name] = judge(name, memory)
@@ -198,8 +194,8 @@ def judge_process(
         per_s, grown_s = items_bytes_rate(process.census, "time", prepared, objects_only=True)
         heavy_items = per_s >= options.min_bytes_per_s and grown_s >= options.min_growth_bytes
     out = bounded_fill(out, bounds)
-    out = corroborate(out, carried_in_census(process.census), heavy_items)
-    out = steady_needs_backing(out, carried_in_census(process.census, min_kept=CARRIED_BACKS))
+    out = corroborate(out, carried, heavy_items)
+    out = steady_needs_backing(out, kept)
 
     fills = deque_fills(process.census, axis)
     out = fill_holds_back(out, fills, lambda name, x: judge(name, backed_if_counts(name), x))

@@ -81,7 +81,7 @@ def _join_strays(
     tail = family.chains[0][-1]
     if not tail.startswith(".") or len(family.chains[0]) < 3:
         return
-    kind = next((f.culprit_type for f in named[lead] if f.culprit_type), "")
+    kind = _kind(named[lead])
     pace = _pace(named[lead])
     if pace is None:
         return
@@ -97,7 +97,7 @@ def _join_strays(
             or chain[-1] != tail
             or other is None
             or max(pace, other) > PACE_RATIO * min(pace, other)
-            or next((f.culprit_type for f in named[holder] if f.culprit_type), "") != kind
+            or _kind(named[holder]) != kind
         ):
             continue
         family.members.append(holder)
@@ -162,9 +162,13 @@ def _key(group: List[Finding]) -> Optional[Tuple[str, ...]]:
     if any(c.startswith("[") for c in chain[1:]):
         return ("items", *("[*]" if c.startswith("[") else c for c in chain))
     if len(chain) >= 3 and chain[-1].startswith("."):
-        kind = next((f.culprit_type for f in group if f.culprit_type), "")
-        return ("attrs", str(kind), *chain[:-1])
+        return ("attrs", _kind(group), *chain[:-1])
     return None
+
+
+def _kind(group: List[Finding]) -> str:
+    """The type the group's culprit names, "" when none does."""
+    return next((str(f.culprit_type) for f in group if f.culprit_type), "")
 
 
 def _scope(root: str) -> str:
