@@ -69,8 +69,8 @@ FRESH = SAMPLES / "fresh"
 # four more, each written by another author, after the work on the first three, told to
 # write as other people write and never shown the detector ("wild_a" .. "wild_d"); three
 # more the same way in stop 30 ("wild_e" .. "wild_g"), two in stop 31 ("wild_h", "wild_i"),
-# one in stop 32 ("wild_j"), one in stop 33 ("wild_k"), one in stop 34 ("wild_l") and one in
-# stop 35 ("wild_m"), run before any change made for them
+# one in stop 32 ("wild_j"), one in stop 33 ("wild_k"), one in stop 34 ("wild_l"), one in
+# stop 35 ("wild_m") and one in stop 36 ("wild_n"), run before any change made for them
 CORPORA = {
     "sample": SAMPLES,
     "heldout": HELDOUT,
@@ -88,6 +88,7 @@ CORPORA = {
     "wild_k": SAMPLES / "wild_k",
     "wild_l": SAMPLES / "wild_l",
     "wild_m": SAMPLES / "wild_m",
+    "wild_n": SAMPLES / "wild_n",
 }
 N_CUTS = 40
 HEADER_LINES = 12
