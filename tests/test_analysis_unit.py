@@ -1179,6 +1179,36 @@ def test_a_tensor_count_held_back_keeps_backing_heap_blocks_as_a_growing_count_w
     assert out["py_alloc_blocks"].verdict == "inconclusive"
 
 
+def test_a_light_tensor_count_backs_no_heap_blocks_while_memory_is_judged_flat() -> None:
+    from memprobe.analysis.evidence import corroborate
+    from memprobe.analysis.verdict import SignalVerdict
+
+    # GIVEN heap blocks rising +122/s (2,200 blocks over a run), the count of tensors in
+    # flight drifting up with them (+0.2 .. +1.5/s: an attack's iterates read at random
+    # moments of its loop, wild_n/ok_sign_pgd_robustness), no graph or tensor bytes growing,
+    # and the process' memory judged flat
+    blocks = SignalVerdict("leak", "count", "time", "heap", "grows +122/s", 280, growing=True)
+    kw: Dict[str, Any] = {"slope": 0.88, "ci_low": 0.2, "ci_high": 1.54, "growing": True}
+    tensors = SignalVerdict("inconclusive", "count", "time", "object", "not clear", 166, **kw)
+    flat = {
+        name: SignalVerdict("no_leak", "bytes", "time", "memory", "no growth", 280)
+        for name in ("rss_bytes", "uss_bytes", "pss_bytes")
+    }
+    out = corroborate({"py_alloc_blocks": blocks, "tensors:count": tensors, **flat})
+    # THEN the blocks have no backing: not a leak
+    assert out["py_alloc_blocks"].verdict == "inconclusive"
+    # BUT the same count backs them while memory is not judged flat (it may be rising)
+    rising = {n: replace(v, verdict="inconclusive") for n, v in flat.items()}
+    out = corroborate({"py_alloc_blocks": blocks, "tensors:count": tensors, **rising})
+    assert out["py_alloc_blocks"].verdict == "leak"
+    # AND so does a count of tensors that hold graphs growing with them
+    graphs = replace(tensors, slope=3.0, ci_low=2.0, ci_high=4.0)
+    out = corroborate(
+        {"py_alloc_blocks": blocks, "tensors:count": tensors, "graph:nodes": graphs, **flat}
+    )
+    assert out["py_alloc_blocks"].verdict == "leak"
+
+
 def test_a_count_let_go_as_the_program_ends_is_judged_without_that_drop() -> None:
     # GIVEN a container that gains one item every 0.1 s for 17 s and is emptied in the last
     # sample (a `with ExitStack()` in main() closing as the program finishes)
