@@ -362,6 +362,8 @@ def test_a_trie_that_keeps_branching_is_named_by_the_holder_of_the_tree() -> Non
         ("__main__.current_trace(default=…)", "dict", "list", "`default=None`"),
         # a keeper of references, no container (the agent's referents.py)
         ("main:writer._pickler", "dict", "_pickle.Pickler", "clear_memo()"),
+        # what an itertools.cycle keeps of a first pass that never ends (the agent's path)
+        ("main:target_iter.<cycle saved>", "tuple", "list", "`it = iter(loader)`"),
     ],
 )
 def test_a_known_keeper_growing_gets_its_own_hint(

@@ -111,6 +111,14 @@ OUT_OF_SIGHT = {
     # spans appended to a ContextVar's mutable default, a fresh context per request: named
     # as the variable was declared, read between censuses like any holder from the roots
     "contextvar": ("cvar_trace.py", "400", "container:__main__.trace(default=…):len", 20),
+    # records an itertools.cycle keeps of a first pass that never ends (a stream longer
+    # than the run): the list inside the C object, named through the local that holds it
+    "cycle": (
+        "cycle_stream.py",
+        "400",
+        "container:cycle_stream.py:main:records.<cycle saved>:len",
+        20,
+    ),
 }
 
 

@@ -13,6 +13,7 @@ from memprobe.analysis.culprit_tensors import graph_culprit, growing_tensor, ten
 from memprobe.analysis.hints import (
     HINT_CONTAINER,
     HINT_CVAR_DEFAULT,
+    HINT_CYCLE,
     HINT_FIGURE,
     HINT_FINALIZE,
     HINT_GROWING_ARRAY,
@@ -224,6 +225,8 @@ def _container(prof: Profile, box: Container) -> Culprit:
         hint = HINT_MODULE
     elif box.holder.endswith(".<lru_cache>"):
         hint = HINT_LRU
+    elif box.holder.endswith(".<cycle saved>"):
+        hint = HINT_CYCLE  # the agent's path through itertools.cycle (holders.py)
     elif box.holder == FINALIZE_REGISTRY:
         hint = HINT_FINALIZE
     elif box.holder == LOGGER_REGISTRY:

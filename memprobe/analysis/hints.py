@@ -84,6 +84,11 @@ HINT_GROWING_TENSOR = (
     "one tensor is rebuilt longer every step (`bank = torch.cat([bank, x])`): keep only the "
     "last N rows (`bank = bank[-N:]`) or fill a preallocated ring buffer in place"
 )
+HINT_CYCLE = (
+    "`itertools.cycle` keeps every item of its first pass to replay it; over a stream longer "
+    "than the run (a loader, a generator) that pass never ends: restart the iterator when it "
+    "runs out (`next(it, None)`, then `it = iter(loader)`) instead of cycling it"
+)
 HINT_LRU = (
     "an unbounded `functools.lru_cache` keyed by a value that never repeats: bound it "
     "(`lru_cache(maxsize=N)`) or call `.cache_clear()`"

@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 from .containertypes import CONTAINER_TYPES
 from .lrucache import LRU_WRAPPER, lru_cache_dict
-from .typeinfo import cvar_default, instance_dict, mro, type_dict, type_name
+from .typeinfo import cvar_default, cycle_saved, instance_dict, mro, type_dict, type_name
 
 MAX_DEPTH = 7
 MAX_WIDTH = 40
@@ -40,6 +40,7 @@ _SKIP = (
 # | ("lruitem", None): a key or result an lru_cache holds | ("tls", (i, name)): an attribute of
 # a ``threading.local`` in the i-th thread that set one (see thread_local_dicts)
 # | ("cvdefault", None): a ``contextvars.ContextVar``'s default (see cvar_default)
+# | ("cycled", None): what an ``itertools.cycle`` saved of its first pass (see cycle_saved)
 Step = Tuple[str, Any]
 # steps that lead to the same object again later (positions in a sequence do not)
 FOLLOWABLE = frozenset(
@@ -54,6 +55,7 @@ FOLLOWABLE = frozenset(
         "lrucache",
         "tls",
         "cvdefault",
+        "cycled",
     ]
 )
 # hook dicts a tensor keeps in C (``register_hook`` adds to them), read through the C getters
@@ -165,6 +167,8 @@ def _render(root: str, steps: List[Step]) -> Tuple[str, List[str]]:
             part = f"({value}=…)"
         elif kind == "cvdefault":
             part = "(default=…)"  # as it was made: ContextVar("trace", default=[])
+        elif kind == "cycled":
+            part = ".<cycle saved>"  # what itertools.cycle(...) keeps of its first pass
         elif kind == "lrucache":
             part = ".<lru_cache>"
         elif kind == "lruitem":
@@ -240,6 +244,8 @@ def _step(ref: Any, child: Any) -> Optional[Step]:
             return ("attr", name)
     if cls is contextvars.ContextVar:
         return ("cvdefault", None) if cvar_default(ref) is child else None
+    if cycle_saved(ref) is child:
+        return ("cycled", None)
     d = instance_dict(ref)
     if d is not None and d is child:
         return ("dictof", None)
@@ -350,6 +356,8 @@ def follow(obj: Any, steps: List[List[Any]]) -> Any:
             obj = type_dict(obj).get(value)
         elif kind == "cvdefault" and type(obj) is contextvars.ContextVar:
             obj = cvar_default(obj)
+        elif kind == "cycled":
+            obj = cycle_saved(obj)
         elif kind == "tls" and _thread._local in mro(type(obj)):
             per_thread = thread_local_dicts(obj)
             i, name = value

@@ -33,7 +33,7 @@ from .containertypes import CONTAINER_TYPES, DICT_TYPES
 from .holders import FOLLOWABLE, Step, c_fields, result, thread_local_dicts
 from .lrucache import LRU_WRAPPER, lru_cache_dict
 from .registries import known_registries
-from .typeinfo import cvar_default, instance_dict, mro, type_dict
+from .typeinfo import cvar_default, cycle_saved, instance_dict, mro, type_dict
 from .userroots import LIBS, USER, Start, frame_roots, modules
 from .userroots import is_user_file as is_user_file
 from .userroots import is_user_module as is_user_module
@@ -334,6 +334,9 @@ def _children(value: Any) -> List[Tuple[Step, Any]]:
     if cls is contextvars.ContextVar:
         default = cvar_default(value)
         return [(("cvdefault", None), default)] if default is not None else []
+    saved = cycle_saved(value)
+    if saved is not None:
+        return [(("cycled", None), saved)]
     d = instance_dict(value)
     kids = [(("attr", k), v) for k, v in _dict_items(d)] if d is not None else []
     return kids + [(("attr", k), v) for k, v in c_fields(value)]

@@ -9,6 +9,8 @@ them (see census.py).
 from __future__ import annotations
 
 import contextvars
+import gc
+import itertools
 import sys
 import types
 from typing import Any, Dict, Optional, Set, Tuple
@@ -127,3 +129,15 @@ def cvar_default(var: Any) -> Any:
         return contextvars.Context().run(var.get)
     except LookupError:
         return None
+
+
+def cycle_saved(it: Any) -> Any:
+    """The list an ``itertools.cycle`` keeps of every item its first pass yielded, or None
+    (gc's view of the object: C code only). Over an iterable longer than the run, that pass
+    never ends: ``itertools.cycle(loader)`` keeps every batch it handed out."""
+    if type(it) is not itertools.cycle:
+        return None
+    for ref in gc.get_referents(it):
+        if type(ref) is list:
+            return ref
+    return None
