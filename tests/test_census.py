@@ -1306,6 +1306,40 @@ def test_what_keeps_a_growing_type_with_no_container_is_watched_by_holder() -> N
     assert facts["freed"]
 
 
+def test_a_chain_of_a_growing_type_is_found_below_the_roots() -> None:
+    from memprobe.bootstrap.memprobe_agent import chains
+    from memprobe.bootstrap.memprobe_agent.typeinfo import type_name
+
+    # GIVEN a user module whose dataset is wrapped again every round (each wrapper keeps
+    # the one before it), beside a single wrapper of another type
+    class Subset:
+        def __init__(self, dataset: Any, indices: List[int]) -> None:
+            self.dataset = dataset
+            self.indices = indices
+
+    class View:
+        def __init__(self, base: Any) -> None:
+            self.base = base
+
+    mod: Any = types.ModuleType("chain_demo")
+    mod.__file__ = "/srv/app/chain_demo.py"
+    mod.state = types.SimpleNamespace(train_set=list(range(100)))
+    for r in range(6):
+        mod.state.train_set = Subset(mod.state.train_set, list(range(100 - r)))
+    mod.view = View(View(list(range(5))))
+    sys.modules[mod.__name__] = mod
+    try:
+        names = {type_name(Subset), type_name(View), "dict"}
+        found = chains.find(names, time.perf_counter() + FAR)
+        # THEN the chain is named by the variable holding its head, its links counted
+        assert [(c["holder"], c["links"]) for c in found] == [("chain_demo.state.train_set", 6)]
+        assert found[0]["type"].endswith("Subset")
+        # AND a type no census saw grow is not looked for
+        assert chains.find({"dict"}, time.perf_counter() + FAR) == []
+    finally:
+        del sys.modules[mod.__name__]
+
+
 def test_handles_on_memory_outside_python_are_listed_with_what_they_hold() -> None:
     # GIVEN an in-memory sqlite3 database and a big bytearray on an object of a user module,
     # and a small bytearray and a closed connection beside them

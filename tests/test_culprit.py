@@ -254,6 +254,31 @@ def test_a_light_log_beside_what_leaks_is_not_blamed_for_the_memory() -> None:
     assert heavy is not None and heavy.holder == "main:results"
 
 
+def test_a_chain_of_a_growing_type_is_named_by_the_variable_holding_its_head() -> None:
+    # GIVEN censuses that saw Subset objects grow with no container to show for them, and
+    # the agent's chain of them below main's `train_set`, longer at each census (a pruning
+    # round wraps the last Subset in a new one: wild_n/leak_intrusion_data_pruning)
+    subset = "torch.utils.data.dataset.Subset"
+
+    def entries(links: List[int]) -> List[Dict[str, Any]]:
+        out = [census(5)]
+        for i, (step, n) in enumerate([(25, links[0]), (100, links[1]), (400, links[2])]):
+            e = census(step, types={subset: {"count": n}})
+            e["growing_types"] = [{"type": subset, "count": n, "delta": 4 + i}]
+            e["chains"] = [{"type": subset, "holder": "main:train_set", "links": n}] if n else []
+            out.append(e)
+        return out
+
+    c = culprit_for("rss_bytes", build_profile(entries([2, 6, 12])))
+    # THEN the head's holder is named, with the chain's length at its longest
+    assert c is not None and c.type == subset and c.holder == "main:train_set", c
+    assert c.evidence.get("chain_links") == 12 and "heads a chain of 12" in c.sentence
+    assert c.fix_hint is not None and "base object" in c.fix_hint
+    # BUT without a chain the type alone is said, as before
+    bare = culprit_for("rss_bytes", build_profile(entries([0, 0, 0])))
+    assert bare is not None and bare.type == subset and bare.holder is None
+
+
 def test_a_growing_dict_of_closures_is_blamed_before_a_log_beside_it() -> None:
     # GIVEN a weight-drift monitor's history of (epoch, layer, drift) tuples growing every
     # step, and the optimizer's step post-hooks gaining a closure an epoch, each holding a

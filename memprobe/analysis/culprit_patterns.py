@@ -5,12 +5,13 @@ never closed, NumPy arrays kept, unbounded containers, objects of one type).
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Tuple
 
 from memprobe.analysis.census import Container, Profile, light
 from memprobe.analysis.culprit_make import TENSOR, Culprit, evidence_of, make_culprit
 from memprobe.analysis.culprit_tensors import graph_culprit, growing_tensor, tensors_culprit
 from memprobe.analysis.hints import (
+    HINT_CHAIN,
     HINT_CONTAINER,
     HINT_CVAR_DEFAULT,
     HINT_CYCLE,
@@ -33,6 +34,7 @@ from memprobe.analysis.series import container_holder
 from memprobe.analysis.wording import fmt_count
 from memprobe.bootstrap.memprobe_agent import wire
 
+CHAIN_MIN_LINKS = 3  # a head and two below it (the agent reports no shorter one)
 PYPLOT_FIGURES = "matplotlib.pyplot's open figures (Gcf.figs)"
 FIGURE = "matplotlib.figure.Figure"
 NDARRAY = wire.NDARRAY
@@ -302,6 +304,21 @@ def _of_type(prof: Profile, name: str) -> Optional[Culprit]:
     if box is not None:
         return _container(prof, box)
     rate = prof.type_rate(name)
+    chain = _chain(prof, name)
+    if chain is not None:
+        holder, links = chain
+        return make_culprit(
+            prof,
+            name,
+            holder,
+            False,
+            "chain",
+            HINT_CHAIN,
+            f"{fmt_count(rate)} more live `{name}` objects per {prof.per}, each keeping the "
+            f"one before it: `{holder}` heads a chain of {links:,}.",
+            evidence_of(per_step=rate, chain_links=links),
+            None,
+        )
     hint = {FIGURE: HINT_FIGURE, NDARRAY: HINT_NUMPY}.get(name, HINT_OBJECTS)
     return make_culprit(
         prof,
@@ -317,6 +334,22 @@ def _of_type(prof: Profile, name: str) -> Optional[Culprit]:
 
 
 # -- helpers ---------------------------------------------------------------------------------
+
+
+def _chain(prof: Profile, name: str) -> Optional[Tuple[str, int]]:
+    """(holder, links) of the longest chain of ``name`` a census found (the agent's
+    chains.py: objects of a growing type each keeping the one before), None without one."""
+    best: Optional[Tuple[str, int]] = None
+    for entry in prof.entries:
+        found = entry.get("chains")
+        for c in found if isinstance(found, list) else []:
+            if not isinstance(c, dict) or c.get("type") != name:
+                continue
+            holder, links = c.get("holder"), c.get("links")
+            if isinstance(holder, str) and isinstance(links, int) and links >= CHAIN_MIN_LINKS:
+                if best is None or links > best[1]:
+                    best = (holder, links)
+    return best
 
 
 def _is_tensor(name: str) -> bool:

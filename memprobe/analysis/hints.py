@@ -89,6 +89,10 @@ HINT_CYCLE = (
     "than the run (a loader, a generator) that pass never ends: restart the iterator when it "
     "runs out (`next(it, None)`, then `it = iter(loader)`) instead of cycling it"
 )
+HINT_CHAIN = (
+    "each new object keeps the one before it (`x = Wrapper(x)` every round): build the new "
+    "one from the base object, not from the last one, or drop the link once it is used"
+)
 HINT_LRU = (
     "an unbounded `functools.lru_cache` keyed by a value that never repeats: bound it "
     "(`lru_cache(maxsize=N)`) or call `.cache_clear()`"

@@ -66,6 +66,7 @@ class Evidence(TypedDict, total=False):
     per_step: float
     chain: List[str]
     container_len: int
+    chain_links: int  # objects in a chain of a growing type (agent's chains.py)
     container_type: str
     key_type: str  # a dict whose memory is in its keys: their type
     container_bytes: float
@@ -98,6 +99,7 @@ class CensusEntry(TypedDict, total=False):
     ndarray: Dict[str, JSONValue]
     growing_types: List[JSONValue]
     native: List[JSONValue]  # handles on memory outside Python's objects (agent's native.py)
+    chains: List[JSONValue]  # objects of a growing type each keeping the last (chains.py)
     tracemalloc: Dict[str, JSONValue]
     objects_total: int
     truncated: bool

@@ -22,7 +22,7 @@ import time
 from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
-from . import arrays, carried, census, graphs, native, referents, roots, threadsafe, wire
+from . import arrays, carried, census, chains, graphs, native, referents, roots, threadsafe, wire
 from .budget import Budget
 from .containers import ContainerTracker
 from .tmwindow import TraceWindow
@@ -219,6 +219,10 @@ class CensusTaker:
         v.update(cv)
         payload["containers"] = entries
         self._types(counts, v, payload)
+        growing_names = {g["type"] for g in payload["growing_types"]}
+        found = chains.find(growing_names, time.perf_counter() + self.deadline_s / 8)
+        if found:
+            payload["chains"] = found  # each new one keeps the last (chains.py)
         if self.tm.mode == "always" and self.tm.active and tm_result is None:
             tm_result = self.tm.end(step or 0, now)
         if tm_result is not None:
