@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any, Dict, List, Set
 
 from . import roots
-from .typeinfo import instance_dict, type_name
+from .containertypes import CONTAINER_TYPES
+from .typeinfo import instance_dict, mro, type_name
 
 MIN_LINKS = 3  # a head and two below it: fewer is a wrapper, not a chain
 MAX_LINKS = 4096  # links followed at most from one head
@@ -33,8 +34,10 @@ def find(names: Set[str], deadline: float) -> List[Dict[str, Any]]:
     def of_growing_type(value: Any) -> bool:
         cls = type(value)
         hit = known.get(cls)
-        if hit is None:
-            hit = known[cls] = type_name(cls) in names
+        if hit is None:  # containers and their subclasses (an OrderedDict) are the tracker's
+            hit = known[cls] = type_name(cls) in names and not CONTAINER_TYPES.intersection(
+                mro(cls)
+            )
         return hit and instance_dict(value) is not None  # its links are attributes
 
     try:
