@@ -5,7 +5,7 @@ never closed, NumPy arrays kept, unbounded containers, objects of one type).
 
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 from memprobe.analysis.census import Container, Profile, light
 from memprobe.analysis.culprit_make import TENSOR, Culprit, evidence_of, make_culprit
@@ -337,9 +337,12 @@ def _of_type(prof: Profile, name: str) -> Optional[Culprit]:
 
 
 def _chain(prof: Profile, name: str) -> Optional[Tuple[str, int]]:
-    """(holder, links) of the longest chain of ``name`` a census found (the agent's
-    chains.py: objects of a growing type each keeping the one before), None without one."""
-    best: Optional[Tuple[str, int]] = None
+    """(holder, links) of the longest chain of ``name`` the censuses found (the agent's
+    chains.py: objects of a growing type each keeping the one before), when a later census
+    found it longer than an earlier one did; None otherwise. A chain that stays as long
+    (a step's small tree of nodes pointing to their parent, caught in a local while the
+    step runs) is no chain that grows."""
+    seen: List[Tuple[str, int]] = []
     for entry in prof.entries:
         found = entry.get("chains")
         for c in found if isinstance(found, list) else []:
@@ -347,9 +350,10 @@ def _chain(prof: Profile, name: str) -> Optional[Tuple[str, int]]:
                 continue
             holder, links = c.get("holder"), c.get("links")
             if isinstance(holder, str) and isinstance(links, int) and links >= CHAIN_MIN_LINKS:
-                if best is None or links > best[1]:
-                    best = (holder, links)
-    return best
+                seen.append((holder, links))
+    if len(seen) < 2 or seen[-1][1] <= seen[0][1]:
+        return None
+    return max(seen, key=lambda c: c[1])
 
 
 def _is_tensor(name: str) -> bool:
