@@ -22,7 +22,15 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 from .containertypes import CONTAINER_TYPES
 from .lrucache import LRU_WRAPPER, lru_cache_dict
-from .typeinfo import cvar_default, cycle_saved, instance_dict, mro, type_dict, type_name
+from .typeinfo import (
+    cvar_default,
+    cycle_saved,
+    instance_dict,
+    mro,
+    thread_local_dicts,
+    type_dict,
+    type_name,
+)
 
 MAX_DEPTH = 7
 MAX_WIDTH = 40
@@ -365,23 +373,6 @@ def follow(obj: Any, steps: List[List[Any]]) -> Any:
         else:
             return None
     return obj
-
-
-def thread_local_dicts(local: Any) -> List[Dict[Any, Any]]:
-    """A ``threading.local``'s attribute dicts, one per thread that set an attribute, in the
-    order those threads first did. Read from inside, each thread sees its own only (the
-    agent's thread: none); the object keeps them in a dict keyed by weak references, which
-    its C traversal hands to the collector (``gc.get_referents``: no Python code runs)."""
-    out: List[Dict[Any, Any]] = []
-    for ref in gc.get_referents(local):
-        if type(ref) is not dict:
-            continue
-        try:
-            items = list(ref.items())
-        except RuntimeError:  # a thread started or ended under us
-            continue
-        out.extend(d for k, d in items if type(k) is weakref.ReferenceType and type(d) is dict)
-    return out
 
 
 def _function_part(fn: types.FunctionType, kind: str, name: Any) -> Any:

@@ -30,10 +30,10 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from . import frames
 from .containertypes import CONTAINER_TYPES, DICT_TYPES
-from .holders import FOLLOWABLE, Step, c_fields, result, thread_local_dicts
+from .holders import FOLLOWABLE, Step, c_fields, result
 from .lrucache import LRU_WRAPPER, lru_cache_dict
 from .registries import known_registries
-from .typeinfo import cvar_default, cycle_saved, instance_dict, mro, type_dict
+from .typeinfo import cvar_default, cycle_saved, instance_dict, mro, thread_local_dicts, type_dict
 from .userroots import LIBS, USER, Start, frame_roots, modules
 from .userroots import is_user_file as is_user_file
 from .userroots import is_user_module as is_user_module

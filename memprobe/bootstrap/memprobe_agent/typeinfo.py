@@ -1,6 +1,8 @@
 """Type objects read without running their code: a name, an MRO, a namespace, an instance's
 ``__dict__``, whether a type is a heap type, and which present types are tensors, arrays,
-modules and figures.
+modules and figures; and what a few C objects of the standard library keep (a
+``ContextVar``'s default, an ``itertools.cycle``'s saved items, a ``threading.local``'s
+per-thread dicts).
 
 Attributes are read through ``type``'s own descriptors, so a metaclass cannot intercept
 them (see census.py).
@@ -13,7 +15,8 @@ import gc
 import itertools
 import sys
 import types
-from typing import Any, Dict, Optional, Set, Tuple
+import weakref
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 _TYPE_MODULE = type.__dict__["__module__"]
 _TYPE_QUALNAME = type.__dict__["__qualname__"]
@@ -141,3 +144,20 @@ def cycle_saved(it: Any) -> Any:
         if type(ref) is list:
             return ref
     return None
+
+
+def thread_local_dicts(local: Any) -> List[Dict[Any, Any]]:
+    """A ``threading.local``'s attribute dicts, one per thread that set an attribute, in the
+    order those threads first did. Read from inside, each thread sees its own only (the
+    agent's thread: none); the object keeps them in a dict keyed by weak references, which
+    its C traversal hands to the collector (``gc.get_referents``: no Python code runs)."""
+    out: List[Dict[Any, Any]] = []
+    for ref in gc.get_referents(local):
+        if type(ref) is not dict:
+            continue
+        try:
+            items = list(ref.items())
+        except RuntimeError:  # a thread started or ended under us
+            continue
+        out.extend(d for k, d in items if type(k) is weakref.ReferenceType and type(d) is dict)
+    return out
