@@ -691,3 +691,20 @@ def test_censuses_taken_while_evaluating_between_epochs_count_on_the_step_axis()
     # THEN the running sum is named, from the censuses between the steps
     assert out.culprit is not None and out.culprit["holder"] == "main:state.running_loss"
     assert out.evidence.get("pattern") == "graph carried across steps"
+
+
+def test_tensors_with_no_graph_and_no_holder_are_not_told_the_loss_graph_hint() -> None:
+    # GIVEN censuses where tensors without autograd graphs pile up and no container of the
+    # program's grows with them (what a chain of signal handlers' closures keeps, out of the
+    # walk's sight: wild_m/leak_site_shift_eval_sweep)
+    entries = [
+        census(step, roots=0, nodes=0, largest=0, grad_fn=0, tensors=n)
+        for step, n in [(5, 40), (25, 140), (100, 520), (400, 2020)]
+    ]
+    # WHEN the tensor count's culprit is looked for
+    c = culprit_for("tensors:count", build_profile(entries))
+    # THEN it names the tensors, no holder, and a hint about where they may be kept, not the
+    # loss-list hint (which speaks of autograd graphs these tensors do not have)
+    assert c is not None and c.pattern == "tensors kept" and c.holder is None
+    assert c.fix_hint is not None and "signal.signal" in c.fix_hint
+    assert "autograd graph" not in c.fix_hint

@@ -15,6 +15,7 @@ from memprobe.analysis.hints import (
     HINT_GROWING_TENSOR,
     HINT_ITEM,
     HINT_NO_GRAD,
+    HINT_UNHELD,
 )
 from memprobe.analysis.wording import fmt_bytes, fmt_count
 
@@ -256,7 +257,7 @@ def tensors_culprit(prof: Profile) -> Optional[Culprit]:
         box.holder if box else None,
         False,
         "tensors kept",
-        HINT_CONTAINER if box else HINT_ITEM,
+        HINT_CONTAINER if box else HINT_UNHELD,
         f"{fmt_count(rate)} more live tensors per {prof.per} (no autograd graph).",
         ev,
         box,

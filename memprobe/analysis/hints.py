@@ -15,6 +15,7 @@ __all__ = [
     "HINT_FRAGMENTATION",
     "HINT_HEAP",
     "HINT_ITEM",
+    "HINT_UNHELD",
     "HINT_MODULE",
     "HINT_NO_GRAD",
     "HINT_NUMPY",
@@ -44,6 +45,12 @@ HINT_DETACH = (
     "boundary (`h = h.detach()`, `running = running.detach()`)"
 )
 HINT_CONTAINER = "clear it once used, or bound it: `collections.deque(maxlen=N)`"
+# tensors with no graph that no variable of the user's was seen gaining
+HINT_UNHELD = (
+    "no variable of yours was seen gaining these tensors: look for what keeps them out of "
+    "sight, a handler, hook or callback you register (`signal.signal`, `register_*_hook`, "
+    "`atexit`) or a closure over them, and keep numbers (`.item()`) or a bounded window instead"
+)
 HINT_FINALIZE = (
     "a `weakref.finalize(obj, func, *args)` stays registered until `obj` dies, and a `func` or "
     "argument that refers to `obj` (a bound method `obj.release`, a closure over it) keeps "
