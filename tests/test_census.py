@@ -358,6 +358,24 @@ def test_tracker_names_a_growing_container_and_polls_it() -> None:
     assert "container:tracker_demo.values:len" not in v
 
 
+def test_a_list_of_numpy_scalars_is_plain_numbers() -> None:
+    np = pytest.importorskip("numpy")
+    mod: Any = types.ModuleType("numpy_log_demo")
+    # what a NumPy reduction returns is a NumPy scalar, not a float: a pressure trace of a
+    # simulation (wild_p/ok_lj_compression_neighbors) is a log of numbers all the same
+    mod.press = [np.float64(0.5)] * 5
+
+    def grow() -> None:
+        mod.press.extend(np.float64(i) for i in range(40))
+
+    # GIVEN a first census, then the list gains 40 NumPy floats
+    v, entries, _ = _census_grow_poll(mod, grow, lambda: mod.press.append(np.float64(1)))
+    # THEN it is reported as plain numbers, making no signal of its own
+    entry = next(e for e in entries if e["holder"] == "numpy_log_demo.press")
+    assert entry["scalar"] is True and entry["elem_types"] == ["numpy.float64"]
+    assert "container:numpy_log_demo.press:len" not in v
+
+
 def test_a_dict_of_flags_keyed_by_messages_is_a_signal() -> None:
     mod: Any = types.ModuleType("registry_demo")
     # a registry like the one ``warnings`` keeps per module: every distinct message a key,

@@ -64,11 +64,19 @@ ROLE_WORKER = "worker"
 ROLE_RANK = "rank"
 ROLE_CHILD = "child"
 
-# type names in census payloads that both sides read: items that are plain numbers (a
+# type names in census payloads that both sides read: items that are plain numbers, NumPy's
+# scalars too (a
 # container of them makes no series of its own; a dict of them keyed by text or tuples holds
 # its memory in its keys), and NumPy's array and torch's tensor (a loop that rebuilds one
 # longer every step: watched by its element count, see the agent's arrays.py)
-SCALAR_TYPES = frozenset(["float", "int", "bool", "complex", "NoneType"])
+SCALAR_TYPES = frozenset(
+    ["float", "int", "bool", "complex", "NoneType"]
+    # NumPy's scalars: what a reduction returns (``press.append(np.mean(virial))``)
+    + [f"numpy.{t}" for t in ("float16", "float32", "float64", "longdouble", "complex64")]
+    + [f"numpy.{t}" for t in ("complex128", "clongdouble", "bool", "bool_")]
+    + [f"numpy.{s}int{n}" for s in ("", "u") for n in (8, 16, 32, 64)]
+    + ["numpy.longlong", "numpy.ulonglong", "numpy.intc", "numpy.uintc"]
+)
 NDARRAY = "numpy.ndarray"
 TENSOR = "torch.Tensor"
 
