@@ -728,6 +728,33 @@ def test_a_graph_carried_over_several_censuses_backs_a_steady_rise() -> None:
     assert kept.verdict == "leak" and kept.steady
 
 
+def _buffers(record: RunRecord, sizes: List[int]) -> RunRecord:
+    """The record with censuses at steps 5, 25, 100, 400 ... that read a ``BytesIO`` of the
+    program's at these sizes."""
+    census: List[CensusEntry] = []
+    for i, size in enumerate(sizes):
+        step = 5 if i == 0 else 25 * 4 ** (i - 1)
+        buf = {"holder": "main:journal._buf", "type": "_io.BytesIO", "bytes": size}
+        census.append({"step": step, "t": step * 0.05, "native": cast(List[Any], [buf])})
+    proc = replace(record.processes[0], census=census)
+    return replace(record, processes=[proc])
+
+
+def test_a_buffer_read_rising_backs_a_steady_rise_even_read_just_after_a_flush() -> None:
+    # GIVEN 400 steps of RSS rising as an allocator staircase, and censuses that read the
+    # program's BytesIO growing (truncated without a seek back: every write pads up to the
+    # old position), the last read just after a flush emptied it
+    record = _record({"rss_bytes": _allocator_staircase(400, 3)})
+    MB = 2**20
+    rising = analyze(_buffers(record, [57_000, MB // 3, 2 * MB, 6 * MB, 114]))
+    # THEN the buffer's climbing peaks back the rise: a leak
+    assert rising.verdicts[(42, "rss_bytes")].verdict == "leak"
+    # AND a buffer read at about one size, or one high read only once, backs nothing
+    for sizes in ([MB, MB + 10, MB - 10, MB], [1000, 4 * MB, 2000, 1500]):
+        v = analyze(_buffers(record, sizes)).verdicts[(42, "rss_bytes")]
+        assert v.verdict == "inconclusive" and "nothing else grows" in v.reason
+
+
 def test_a_graph_kept_across_censuses_lets_a_late_rise_of_fast_steps_count() -> None:
     # GIVEN 1,500 steps of 2 ms (3 s), RSS flat while the allocator's free space absorbs a
     # chain's first 780 steps, then rising +13 KiB/step in 64 KiB pages (1.4 s of clock),
@@ -1228,3 +1255,37 @@ def test_a_count_let_go_as_the_program_ends_is_judged_without_that_drop() -> Non
     saw[-1] = 0.0
     v = judge_series(t, saw, "count", axis="time", t=t, signal=signal, ended=True)
     assert v.verdict != "leak", v.reason
+
+
+def test_a_container_that_grew_then_was_let_go_is_no_leak() -> None:
+    # GIVEN a float cache growing 32 items a step for its first 150 steps, its series ending
+    # there (the agent found it no more), RSS flat afterwards, over 400 steps in all
+    name = "container:cache.py:main:ds._float_cache:len"
+    rss = np.full(400, 500e6)
+    rec = _record({"rss_bytes": rss})
+    cache = Series(
+        step=list(range(150)),
+        t=[i * 0.05 for i in range(150)],
+        value=[32.0 * i for i in range(150)],
+    )
+    listed = [{"holder": "cache.py:main:ds._float_cache", "len": 800}]
+
+    def with_census(later: List[Dict[str, Any]]) -> RunRecord:
+        census: List[CensusEntry] = [
+            {"step": 25, "t": 1.25, "containers": cast(List[Any], listed)},
+            {"step": 300, "t": 15.0, "containers": cast(List[Any], later)},
+        ]
+        proc = replace(
+            rec.processes[0], series={**rec.processes[0].series, name: cache}, census=census
+        )
+        return replace(rec, processes=[proc])
+
+    # WHEN the census after its series ended did not find it
+    gone = analyze(with_census([]))
+    # THEN its growth is no leak, and the run is not called one for it
+    v = gone.verdicts[(42, name)]
+    assert v.verdict == "no_leak" and "let go" in v.reason
+    assert gone.verdict != "leak"
+    # AND while a later census still lists it, it is judged on its growth as before
+    kept = analyze(with_census(listed))
+    assert kept.verdicts[(42, name)].verdict != "no_leak"

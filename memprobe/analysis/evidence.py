@@ -35,7 +35,7 @@ STEADY_ALONE_S = 30.0
 
 
 def steady_needs_backing(
-    verdicts: Dict[str, SignalVerdict], graph_kept: bool = False
+    verdicts: Dict[str, SignalVerdict], graph_kept: bool = False, buffer_grew: bool = False
 ) -> Dict[str, SignalVerdict]:
     """Memory called a leak only because it rises steadily, over a short window (under
     30 s, or under 1,000 steps), with no other signal of the process leaking by the regular
@@ -44,12 +44,18 @@ def steady_needs_backing(
     heap blocks that rose while a bounded cache filled, then wobbled flat, rise "within
     their noise" over the window. ``graph_kept``: the census saw one autograd graph outlive
     several censuses in a row behind a named tensor (``total_loss += loss``), whose graph
-    sizes are rarely counted (the walk is cut short on such chains): that backs it too."""
-    backed = graph_kept or any(
-        (v.verdict == LEAK and not v.steady)
-        or (v.family == "object" and v.growing)
-        or (v.family == "heap" and v.verdict == LEAK)
-        for v in verdicts.values()
+    sizes are rarely counted (the walk is cut short on such chains): that backs it too, as
+    does ``buffer_grew``: a buffer the census read rising (an ``io.BytesIO``, a
+    ``bytearray``), memory outside Python's objects that no count follows."""
+    backed = (
+        graph_kept
+        or buffer_grew
+        or any(
+            (v.verdict == LEAK and not v.steady)
+            or (v.family == "object" and v.growing)
+            or (v.family == "heap" and v.verdict == LEAK)
+            for v in verdicts.values()
+        )
     )
     if backed:
         return verdicts

@@ -1,6 +1,6 @@
 """Growth that will stop by itself, held back until it has: a bounded deque or
 ``functools.lru_cache`` filling up and closed matplotlib figures waiting for the cyclic
-collector.
+collector; and growth that has stopped, a watched container the program let go.
 
 Both rise for hundreds of steps in a correct program, at the pace of a leak, and both are
 known to the agent: a deque's ``maxlen`` (an lru_cache's ``maxsize``) and length at each
@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from memprobe.analysis.evidence import TENSOR_COUNT
 from memprobe.analysis.series import BLOCKS
-from memprobe.analysis.verdict import LEAK, SignalVerdict
+from memprobe.analysis.verdict import LEAK, NO_LEAK, SignalVerdict
 
 FIGURES_OPEN = "figures:open"
 FIGURES = "figures:count"
@@ -200,3 +200,42 @@ def _may_wait(name: str, v: SignalVerdict, counts: Tuple[str, ...]) -> bool:
     if v.verdict != LEAK or name.startswith("cuda:"):
         return False
     return v.family == "memory" or name == BLOCKS or name in counts
+
+
+def let_go(
+    verdicts: Dict[str, SignalVerdict],
+    census: Sequence[Mapping[str, Any]],
+    ends: Mapping[str, float],
+) -> Dict[str, SignalVerdict]:
+    """A watched container that grew, then was let go: its length series (read at every
+    cheap sample while the agent found it) ended at ``ends[name]`` (seconds), and a census
+    taken after that did not find it again (the agent looks for it by its id among the
+    heap's containers and by its path: one freed, or emptied below what is watched, is
+    found no more). What it held is no longer held (a float cache converted and dropped
+    after its first epoch): its growth is no leak."""
+    out = dict(verdicts)
+    for name, v in verdicts.items():
+        end = ends.get(name)
+        if v.verdict == NO_LEAK or end is None or not name.startswith("container:"):
+            continue
+        holder = name[len("container:") : -len(":len")] if name.endswith(":len") else None
+        later = [c for c in census if isinstance(c.get("t"), (int, float)) and c["t"] > end]
+        if holder is None or not later or any(_lists(c, holder) for c in later):
+            continue
+        out[name] = replace(
+            v,
+            verdict=NO_LEAK,
+            growing=False,
+            substantial=False,
+            steady=False,
+            reason=f"{v.reason}, then let go (not found by the census at {later[0]['t']:.1f} s)",
+            needed=None,
+        )
+    return out
+
+
+def _lists(entry: Mapping[str, Any], holder: str) -> bool:
+    boxes = entry.get("containers")
+    return isinstance(boxes, list) and any(
+        isinstance(b, dict) and b.get("holder") == holder for b in boxes
+    )

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from memprobe.record import CensusEntry, RunRecord
 
-__all__ = ["Handle", "grown_handles"]
+__all__ = ["Handle", "buffer_grew", "grown_handles", "rise"]
 
 MIN_BUFFER_GROWTH = 1024 * 1024  # a buffer that gained less explains no leak
 
@@ -48,12 +48,30 @@ def _best(census: Sequence[CensusEntry]) -> Optional[Handle]:
             if read is not None:
                 seen.setdefault(read[:3], []).append(read[3])
     grown = [
-        Handle(holder, type_, unit, values[-1] - values[0], len(values))
+        Handle(holder, type_, unit, rise(values), len(values))
         for (holder, type_, unit), values in seen.items()
-        if len(values) >= 2
-        and values[-1] - values[0] >= (MIN_BUFFER_GROWTH if unit == "bytes" else 1)
+        if rise(values) >= (MIN_BUFFER_GROWTH if unit == "bytes" else 1)
     ]
     return max(grown, key=lambda h: (h.unit == "bytes", h.grown), default=None)
+
+
+def rise(values: Sequence[float]) -> float:
+    """How far a handle's readings rose above the first: to the last reading, or to the
+    highest one when at least two later censuses each read a new high (a buffer shipped and
+    emptied every few steps reads low at a census that falls just after a flush, while its
+    peaks climb: a ``BytesIO`` truncated without a seek back)."""
+    if len(values) < 2:
+        return 0.0
+    highs = sum(1 for i in range(1, len(values)) if values[i] > max(values[:i]))
+    top = max(values[1:]) if highs >= 2 else values[-1]
+    return top - values[0]
+
+
+def buffer_grew(census: Sequence[CensusEntry]) -> bool:
+    """A buffer the user's roots lead to rose by what counts (see ``rise``): memory outside
+    Python's objects that a steadily rising memory series can rest on."""
+    best = _best(census)
+    return best is not None and best.unit == "bytes"
 
 
 def _read(h: Any) -> Optional[Tuple[str, str, str, float]]:

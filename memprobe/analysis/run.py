@@ -38,18 +38,14 @@ from memprobe.analysis.evidence import (
     slow_container_with_memory,
     steady_needs_backing,
 )
-from memprobe.analysis.fills import closed_figures_hold_back, deque_fills, fill_holds_back
+from memprobe.analysis.fills import closed_figures_hold_back, deque_fills, fill_holds_back, let_go
 from memprobe.analysis.findings import fragmentation_finding, leak_finding
 from memprobe.analysis.judge import judge_series
+from memprobe.analysis.native import buffer_grew
 from memprobe.analysis.options import DEFAULT_OPTIONS, DetectOptions
 from memprobe.analysis.phases import merge_tail, stepless_tail
 from memprobe.analysis.projection import project_oom
-from memprobe.analysis.series import (
-    family_of,
-    prepare,
-    step_clock,
-    with_steps,
-)
+from memprobe.analysis.series import family_of, prepare, step_clock, with_steps
 from memprobe.analysis.verdict import INCONCLUSIVE, LEAK, NO_LEAK, SignalVerdict
 from memprobe.analysis.wording import unit_of
 from memprobe.record import Finding, Process, RunRecord, Signals
@@ -194,8 +190,10 @@ def judge_process(
         per_s, grown_s = items_bytes_rate(process.census, "time", prepared, objects_only=True)
         heavy_items = per_s >= options.min_bytes_per_s and grown_s >= options.min_growth_bytes
     out = bounded_fill(out, bounds)
+    ends = {name: float(p.t[-1]) for name, p in prepared.items() if len(p.t)}
+    out = let_go(out, process.census, ends)
     out = corroborate(out, carried, heavy_items)
-    out = steady_needs_backing(out, kept)
+    out = steady_needs_backing(out, kept, buffer_grew(process.census))
 
     fills = deque_fills(process.census, axis)
     out = fill_holds_back(out, fills, lambda name, x: judge(name, backed_if_counts(name), x))
