@@ -735,7 +735,7 @@ def _buffers(record: RunRecord, sizes: List[int]) -> RunRecord:
     for i, size in enumerate(sizes):
         step = 5 if i == 0 else 25 * 4 ** (i - 1)
         buf = {"holder": "main:journal._buf", "type": "_io.BytesIO", "bytes": size}
-        census.append({"step": step, "t": step * 0.05, "native": cast(List[Any], [buf])})
+        census.append({"step": step, "t": step * 0.05, "native": [buf]})
     proc = replace(record.processes[0], census=census)
     return replace(record, processes=[proc])
 
