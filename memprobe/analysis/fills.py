@@ -219,9 +219,11 @@ def let_go(
         if v.verdict == NO_LEAK or end is None or not name.startswith("container:"):
             continue
         holder = name[len("container:") : -len(":len")] if name.endswith(":len") else None
-        later = [c for c in census if isinstance(c.get("t"), (int, float)) and c["t"] > end]
-        if holder is None or not later or any(_lists(c, holder) for c in later):
-            continue
+        timed = [c for c in census if isinstance(c.get("t"), (int, float))]
+        later = [c for c in timed if c["t"] > end]
+        seen = any(_lists(c, holder) for c in timed if c["t"] <= end) if holder else False
+        if not seen or not later or any(_lists(c, holder or "") for c in later):
+            continue  # a census found it, then one after its series ended did not
         out[name] = replace(
             v,
             verdict=NO_LEAK,
