@@ -1400,3 +1400,32 @@ def test_handles_on_memory_outside_python_are_listed_with_what_they_hold() -> No
     assert set(by_holder) == {"native_demo.store.conn", "native_demo.store.log"}
     # AND the next look reads the connection's rows again
     assert {h["holder"]: h for h in later}["native_demo.store.conn"]["rows_changed"] == 80
+
+
+def test_objects_gc_freeze_moved_out_of_reach_are_counted() -> None:
+    # GIVEN garbage in reference cycles that gc.freeze() moves to the permanent generation,
+    # where the collector never looks again (nor does gc.get_objects())
+    import gc
+
+    class Node:
+        def __init__(self) -> None:
+            self.me = self
+
+    gc.collect()
+    before = gc.get_freeze_count()
+    for _ in range(100):
+        Node()
+    gc.freeze()
+    try:
+        # THEN the cheap sample and the census count the frozen objects
+        out: Dict[str, Any] = {}
+        cheap.python_blocks(out)
+        assert out["gc:frozen"] == gc.get_freeze_count() >= before + 100
+        assert _take()["payload"]["gc"]["frozen"] >= before + 100
+    finally:
+        gc.unfreeze()
+    # AND a program that froze nothing has no such series (the census says 0)
+    out = {}
+    cheap.python_blocks(out)
+    assert "gc:frozen" not in out
+    assert _take()["payload"]["gc"]["frozen"] == 0

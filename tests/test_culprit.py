@@ -708,3 +708,26 @@ def test_tensors_with_no_graph_and_no_holder_are_not_told_the_loss_graph_hint() 
     assert c is not None and c.pattern == "tensors kept" and c.holder is None
     assert c.fix_hint is not None and "signal.signal" in c.fix_hint
     assert "autograd graph" not in c.fix_hint
+
+
+def test_objects_frozen_by_gc_freeze_in_a_loop_are_the_culprit() -> None:
+    # GIVEN censuses that count more and more objects in the collector's permanent
+    # generation (gc.freeze() after every batch of pages parsed into trees with parent
+    # links: wild_o/leak_dom_boilerplate_freeze), beside a graph the census saw carried
+    def frozen(step: int, n: int) -> Dict[str, Any]:
+        entry = census(step)
+        entry["gc"] = {"frozen": n}
+        return entry
+
+    entries = [frozen(5, 0), frozen(25, 400_000), frozen(100, 1_000_000), frozen(400, 2_100_000)]
+    # WHEN memory grows and its culprit is looked for
+    c = culprit_for("uss_bytes", build_profile(entries))
+    # THEN the frozen objects are named, with the hint to freeze once
+    assert c is not None and c.pattern == "frozen garbage"
+    assert c.holder is not None and c.holder.startswith("gc.freeze()")
+    assert c.fix_hint is not None and "once" in c.fix_hint
+    assert c.evidence["frozen"] == 2_100_000
+    # AND one gc.freeze() after start-up (a count that stays) names nothing of the kind
+    still = [frozen(5, 90_000), frozen(25, 90_000), frozen(100, 90_000), frozen(400, 90_000)]
+    c = culprit_for("uss_bytes", build_profile(still))
+    assert c is None or c.pattern != "frozen garbage"

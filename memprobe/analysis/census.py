@@ -25,6 +25,7 @@ _PATHS: Dict[str, Tuple[str, ...]] = {
     "ndarray:count": ("ndarray", "count"),
     "ndarray:bytes": ("ndarray", "bytes"),
     "figures:count": ("figures", "count"),
+    "gc:frozen": ("gc", "frozen"),
 }
 MIN_ITEMS = 8  # a container must gain at least this many items to be blamed
 

@@ -17,6 +17,7 @@ from memprobe.analysis.hints import (
     HINT_CYCLE,
     HINT_FIGURE,
     HINT_FINALIZE,
+    HINT_GC_FREEZE,
     HINT_GROWING_ARRAY,
     HINT_GROWING_TENSOR,
     HINT_HOOKS,
@@ -44,6 +45,9 @@ LOGGER_REGISTRY = "logging.Logger.manager.loggerDict"  # likewise
 SYS_MODULES = "sys.modules"  # the interpreter's own registry of modules
 CVAR_DEFAULT = "(default=…)"  # a contextvars.ContextVar's default (the agent's holders.py)
 TEE_BRANCH = "itertools._tee"  # watched by its backlog (the agent's tees.py)
+GC_FROZEN = wire.GC_FROZEN  # objects in the permanent generation
+FROZEN_HOLDER = "gc.freeze() (the permanent generation)"
+MIN_FROZEN = 64  # objects frozen in all: one gc.freeze() after start-up is no leak
 
 
 def culprit_for(signal: str, prof: Profile) -> Optional[Culprit]:
@@ -62,6 +66,8 @@ def culprit_for(signal: str, prof: Profile) -> Optional[Culprit]:
         return _of_type(prof, signal[len("objects:") :])
     if signal.startswith(("tensors:", "graph:")):
         return graph_culprit(prof) or tensors_culprit(prof) or primary(prof)
+    if signal == GC_FROZEN:
+        return _frozen(prof) or primary(prof)
     if signal.startswith("modules:"):
         return _modules(prof) or primary(prof)
     if signal.startswith("figures:"):
@@ -93,7 +99,7 @@ def _named_by_signal(signal: str, prof: Profile) -> Optional[Culprit]:
 
 def primary(prof: Profile) -> Optional[Culprit]:
     """The process-wide culprit, for signals that say only that memory grows."""
-    for fn in (graph_culprit, _modules, _figures, _numpy):
+    for fn in (_frozen, graph_culprit, _modules, _figures, _numpy):
         c = fn(prof)
         if c is not None:
             return c
@@ -117,6 +123,27 @@ def primary(prof: Profile) -> Optional[Culprit]:
         return grown
     top = prof.top_type()
     return _of_type(prof, top) if top is not None else None
+
+
+def _frozen(prof: Profile) -> Optional[Culprit]:
+    """Objects ``gc.freeze()`` keeps growing in number: garbage it froze is never freed."""
+    rate = prof.rate(GC_FROZEN)
+    if rate <= 0 or prof.growth(GC_FROZEN) < MIN_FROZEN:
+        return None
+    now = prof.value(GC_FROZEN) or 0.0
+    return make_culprit(
+        prof,
+        "objects frozen by gc.freeze()",
+        FROZEN_HOLDER,
+        False,
+        "frozen garbage",
+        HINT_GC_FREEZE,
+        f"gc.freeze() moves {fmt_count(rate)} more objects per {prof.per} to the collector's "
+        f"permanent generation ({now:,.0f} now), where garbage in reference cycles is never "
+        "collected.",
+        evidence_of(per_step=rate, frozen=round(now)),
+        None,
+    )
 
 
 def _own_type(prof: Profile) -> Optional[Culprit]:

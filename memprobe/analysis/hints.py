@@ -13,6 +13,7 @@ __all__ = [
     "HINT_DETACH",
     "HINT_FIGURE",
     "HINT_FRAGMENTATION",
+    "HINT_GC_FREEZE",
     "HINT_HEAP",
     "HINT_ITEM",
     "HINT_UNHELD",
@@ -45,6 +46,11 @@ HINT_DETACH = (
     "boundary (`h = h.detach()`, `running = running.detach()`)"
 )
 HINT_CONTAINER = "clear it once used, or bound it: `collections.deque(maxlen=N)`"
+HINT_GC_FREEZE = (
+    "`gc.freeze()` moves every object the collector tracks, garbage in reference cycles "
+    "included, to a permanent generation it never collects: call it once, after start-up "
+    "and a `gc.collect()`, not in a loop (or `gc.unfreeze()` to hand them back)"
+)
 # tensors with no graph that no variable of the user's was seen gaining
 HINT_UNHELD = (
     "no variable of yours was seen gaining these tensors: look for what keeps them out of "

@@ -15,7 +15,7 @@ from memprobe.record import Series
 Array = npt.NDArray[np.float64]
 
 # Counts of heavy things: one more per step is a leak on its own.
-_OBJECT_PREFIXES = ("tensors:", "graph:", "modules:", "figures:", "ndarray:")
+_OBJECT_PREFIXES = ("tensors:", "graph:", "modules:", "figures:", "ndarray:", "gc:frozen")
 BLOCKS = "py_alloc_blocks"
 
 

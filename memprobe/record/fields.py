@@ -67,6 +67,7 @@ class Evidence(TypedDict, total=False):
     chain: List[str]
     container_len: int
     chain_links: int  # objects in a chain of a growing type (agent's chains.py)
+    frozen: int  # objects gc.freeze() moved to the permanent generation (census "gc")
     container_type: str
     key_type: str  # a dict whose memory is in its keys: their type
     container_bytes: float

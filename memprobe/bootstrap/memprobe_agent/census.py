@@ -22,6 +22,7 @@ import weakref
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 from . import graphs
+from .cheap import frozen_count
 from .containertypes import CONTAINER_TYPES, container_subclasses
 from .typeinfo import Kinds, is_heap_type, loaded_class, type_name
 
@@ -97,6 +98,7 @@ def take(
 
     v: Dict[str, float] = {}
     payload: Dict[str, Any] = {"objects_total": total, "stride": stride}
+    payload["gc"] = {"frozen": frozen_count()}  # gc.freeze()'s objects: gc.get_objects() skips them
     graph_roots: List[Any] = []
     names = {cls: type_name(cls) for cls in counts}
     payload["_counts"] = {names[c]: n * stride for c, n in counts.items()}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
@@ -101,6 +102,16 @@ def _stat(stats: Dict[str, Any], name: str, which: str) -> Optional[int]:
 
 def python_blocks(out: Dict[str, Any]) -> None:
     out[wire.PY_BLOCKS] = sys.getallocatedblocks()
+    frozen = frozen_count()
+    if frozen:  # a series only in programs that call gc.freeze()
+        out[wire.GC_FROZEN] = frozen
+
+
+def frozen_count() -> int:
+    """Objects in the collector's permanent generation (``gc.freeze()``, Python 3.7+): the
+    collector never looks at them again, nor does ``gc.get_objects()``."""
+    count = getattr(gc, "get_freeze_count", None)
+    return int(count()) if count is not None else 0
 
 
 def open_figures(out: Dict[str, Any]) -> None:

@@ -57,6 +57,8 @@ MAX_MARK_LABEL = 200
 RSS = "rss_bytes"
 PY_BLOCKS = "py_alloc_blocks"
 GC_OBJECTS = "gc_tracked_objects"
+# objects ``gc.freeze()`` moved to the permanent generation: never collected again
+GC_FROZEN = "gc:frozen"
 FIGURES_OPEN = "figures:open"  # pyplot's open figures (cheap.open_figures)
 
 ROLE_MAIN = "main"
