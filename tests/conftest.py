@@ -105,6 +105,11 @@ CORPUS_STEPS: Dict[str, int] = {
     "leak_model_clones.py": 200,  # a deepcopy every 4 steps: 50 clones
     "leak_episode_history.py": 200,
     "leak_loss_list.py": 900,  # called "leak" from step ~150 on
+    # one graph chained across every step: on a fast machine their defaults (1,500 and
+    # 9,000 steps of about a millisecond) end in 3-5 s, too short a clock to tell a leak
+    # from the first steps filling caches; these last 5-10 s there, 15-30 s on a slow one
+    "leak_total_loss.py": 5000,
+    "leak_rnn_no_detach.py": 20000,
     "ok_loss_item.py": 900,  # its fixed twin, same length
     # an idle machine runs these fast: enough steps that the run lasts 10-20 s there too
     "ok_adam_warmup.py": 1200,

@@ -1289,3 +1289,20 @@ def test_a_container_that_grew_then_was_let_go_is_no_leak() -> None:
     # AND while a later census still lists it, it is judged on its growth as before
     kept = analyze(with_census(listed))
     assert kept.verdicts[(42, name)].verdict != "no_leak"
+
+
+def test_memory_that_grew_by_what_counts_too_fast_to_judge_keeps_the_run_from_no_leak() -> None:
+    # GIVEN 800 fast steps (1.5 ms: 1.2 s of clock) of RSS climbing 100 KiB a step, beside
+    # heap blocks and a tensor count judged flat (a `total_loss += loss` chain on a fast
+    # machine: too short a clock to tell a leak from the first steps filling caches)
+    steps = np.arange(800.0)
+    rng = np.random.default_rng(2)
+    rss = 300e6 + 100 * 1024 * steps + rng.normal(0, 50e3, len(steps))
+    flat = np.full(800, 5000.0)
+    a = analyze(
+        _record({"rss_bytes": rss, "py_alloc_blocks": flat, "tensors:count": flat}, dt=0.0015)
+    )
+    # THEN the memory waits for more clock, and the run is not called "no leak" meanwhile
+    v = a.verdicts[(42, "rss_bytes")]
+    assert v.verdict == "inconclusive" and v.needed is not None and "seconds" in v.needed
+    assert a.verdict == "inconclusive"

@@ -83,15 +83,15 @@ def test_main_local_loss_list_is_a_leak_within_hundreds_of_steps_busy(
 
 
 def test_rnn_chain_runs_to_the_end_and_is_a_leak_behind_hidden(tmp_path: Path) -> None:
-    # GIVEN pytorch#2198's loop: 9,000 chunks, hidden state fed back without detach, no
-    # optimizer (killed by SIGSEGV under memprobe 0.1.0)
+    # GIVEN pytorch#2198's loop: 20,000 chunks (its default 9,000 end in under 3 s on a fast
+    # machine), hidden state fed back without detach, no optimizer (killed by SIGSEGV under
+    # memprobe 0.1.0)
     script = SAMPLES / "leak_rnn_no_detach.py"
-    plain = subprocess.run(
-        [sys.executable, str(script)], env=cli_env(), capture_output=True, timeout=300
-    )
+    args = [str(script), "--steps", "20000"]
+    plain = subprocess.run([sys.executable, *args], env=cli_env(), capture_output=True, timeout=300)
     out = tmp_path / "run.json"
     # WHEN it runs under memprobe
-    proc = run_cli(["run", "-o", str(out), str(script)], cwd=tmp_path)
+    proc = run_cli(["run", "-o", str(out), *args], cwd=tmp_path)
     # THEN it exits as it does plainly, and the verdict is a leak behind `hidden`, to be
     # fixed by detaching it
     assert proc.returncode == plain.returncode == 0, proc.stderr[-3000:]

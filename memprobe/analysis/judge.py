@@ -168,7 +168,10 @@ def _judge_plain(
         # tens of fast steps in a second or two: memory that climbs there is mostly the
         # first batches filling caches and arenas (a vocabulary memoised in the first 50
         # steps: +4.7 MiB/step over 1 s, flat after), as on the time axis
-        return _too_short(base, len(xw), warm, 0, short, "seconds")
+        # ... but memory that grew by what counts is never "no leak" yet (run.run_verdict)
+        return replace(
+            _too_short(base, len(xw), warm, 0, short, "seconds"), substantial=whole.substantial
+        )
     half = len(xw) // 2
     if whole.verdict == LEAK or len(xw) - half < options.min_points:
         return whole
