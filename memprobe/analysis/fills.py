@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from memprobe.analysis.evidence import TENSOR_COUNT
-from memprobe.analysis.series import BLOCKS
+from memprobe.analysis.series import BLOCKS, container_holder
 from memprobe.analysis.verdict import LEAK, NO_LEAK, SignalVerdict
 
 FIGURES_OPEN = "figures:open"
@@ -214,15 +214,14 @@ def let_go(
     found no more). What it held is no longer held (a float cache converted and dropped
     after its first epoch): its growth is no leak."""
     out = dict(verdicts)
+    timed = [c for c in census if isinstance(c.get("t"), (int, float))]
     for name, v in verdicts.items():
-        end = ends.get(name)
-        if v.verdict == NO_LEAK or end is None or not name.startswith("container:"):
+        end, holder = ends.get(name), container_holder(name)
+        if v.verdict == NO_LEAK or end is None or holder is None:
             continue
-        holder = name[len("container:") : -len(":len")] if name.endswith(":len") else None
-        timed = [c for c in census if isinstance(c.get("t"), (int, float))]
         later = [c for c in timed if c["t"] > end]
-        seen = any(_lists(c, holder) for c in timed if c["t"] <= end) if holder else False
-        if not seen or not later or any(_lists(c, holder or "") for c in later):
+        seen = any(_lists(c, holder) for c in timed if c["t"] <= end)
+        if not seen or not later or any(_lists(c, holder) for c in later):
             continue  # a census found it, then one after its series ended did not
         out[name] = replace(
             v,

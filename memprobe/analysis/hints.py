@@ -16,11 +16,11 @@ __all__ = [
     "HINT_GC_FREEZE",
     "HINT_HEAP",
     "HINT_ITEM",
-    "HINT_UNHELD",
     "HINT_MODULE",
     "HINT_NO_GRAD",
     "HINT_NUMPY",
     "HINT_OBJECTS",
+    "HINT_UNHELD",
     "HINT_WORKER",
 ]
 

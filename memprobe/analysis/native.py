@@ -47,11 +47,11 @@ def _best(census: Sequence[CensusEntry]) -> Optional[Handle]:
             read = _read(h)
             if read is not None:
                 seen.setdefault(read[:3], []).append(read[3])
-    grown = [
+    every = [
         Handle(holder, type_, unit, rise(values), len(values))
         for (holder, type_, unit), values in seen.items()
-        if rise(values) >= (MIN_BUFFER_GROWTH if unit == "bytes" else 1)
     ]
+    grown = [h for h in every if h.grown >= (MIN_BUFFER_GROWTH if h.unit == "bytes" else 1)]
     return max(grown, key=lambda h: (h.unit == "bytes", h.grown), default=None)
 
 
@@ -62,9 +62,11 @@ def rise(values: Sequence[float]) -> float:
     peaks climb: a ``BytesIO`` truncated without a seek back)."""
     if len(values) < 2:
         return 0.0
-    highs = sum(1 for i in range(1, len(values)) if values[i] > max(values[:i]))
-    top = max(values[1:]) if highs >= 2 else values[-1]
-    return top - values[0]
+    highs, top = 0, values[0]
+    for value in values[1:]:
+        if value > top:
+            highs, top = highs + 1, value
+    return (top if highs >= 2 else values[-1]) - values[0]
 
 
 def buffer_grew(census: Sequence[CensusEntry]) -> bool:

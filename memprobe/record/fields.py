@@ -100,6 +100,7 @@ class CensusEntry(TypedDict, total=False):
     ndarray: Dict[str, JSONValue]
     growing_types: List[JSONValue]
     native: List[JSONValue]  # handles on memory outside Python's objects (agent's native.py)
+    gc: Dict[str, JSONValue]  # {"frozen": objects gc.freeze() moved out of the collector's reach}
     chains: List[JSONValue]  # objects of a growing type each keeping the last (chains.py)
     tracemalloc: Dict[str, JSONValue]
     objects_total: int

@@ -107,11 +107,13 @@ def python_blocks(out: Dict[str, Any]) -> None:
         out[wire.GC_FROZEN] = frozen
 
 
+_FREEZE_COUNT = getattr(gc, "get_freeze_count", None)  # Python 3.7+
+
+
 def frozen_count() -> int:
-    """Objects in the collector's permanent generation (``gc.freeze()``, Python 3.7+): the
-    collector never looks at them again, nor does ``gc.get_objects()``."""
-    count = getattr(gc, "get_freeze_count", None)
-    return int(count()) if count is not None else 0
+    """Objects in the collector's permanent generation (``gc.freeze()``): the collector
+    never looks at them again, nor does ``gc.get_objects()``."""
+    return int(_FREEZE_COUNT()) if _FREEZE_COUNT is not None else 0
 
 
 def open_figures(out: Dict[str, Any]) -> None:

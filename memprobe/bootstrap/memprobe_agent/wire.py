@@ -67,10 +67,10 @@ ROLE_RANK = "rank"
 ROLE_CHILD = "child"
 
 # type names in census payloads that both sides read: items that are plain numbers, NumPy's
-# scalars too (a
-# container of them makes no series of its own; a dict of them keyed by text or tuples holds
-# its memory in its keys), and NumPy's array and torch's tensor (a loop that rebuilds one
-# longer every step: watched by its element count, see the agent's arrays.py)
+# scalars too (a container of them makes no series of its own; a dict of them keyed by text
+# or tuples holds its memory in its keys), and NumPy's array and torch's tensor (a loop
+# that rebuilds one longer every step: watched by its element count, see the agent's
+# arrays.py)
 SCALAR_TYPES = frozenset(
     ["float", "int", "bool", "complex", "NoneType"]
     # NumPy's scalars: what a reduction returns (``press.append(np.mean(virial))``)
