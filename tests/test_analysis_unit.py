@@ -755,6 +755,34 @@ def test_a_buffer_read_rising_backs_a_steady_rise_even_read_just_after_a_flush()
         assert v.verdict == "inconclusive" and "nothing else grows" in v.reason
 
 
+def test_memory_climbing_unevenly_while_a_profiler_records_throughout_is_a_leak() -> None:
+    # GIVEN RSS climbing 367 -> 500 MiB over 450 steps in uneven stairs with dips (a torch
+    # profiler's event blocks, read every 8 steps), not clear of its noise band on its own
+    mib = [367, 410, 410, 418, 427, 427, 431, 439, 435, 435, 437, 436, 428, 435, 446, 444]
+    mib += [449, 447, 455, 453, 456, 455, 457, 457, 455, 447, 448, 456, 457, 457, 451, 456]
+    mib += [456, 457, 455, 465, 471, 471, 472, 479, 475, 480, 486, 490, 481, 492, 492, 492]
+    mib += [498, 492, 495, 496, 500, 500, 500, 500, 500]
+    record = _record({"rss_bytes": np.array(mib, dtype=float) * 2**20}, stride=8, dt=0.4)
+    alone = analyze(record).verdicts[(42, "rss_bytes")]
+    assert alone.verdict == "inconclusive" and "noise" in alone.reason, alone.reason
+
+    def profiled(recording: List[int]) -> RunRecord:
+        census: List[CensusEntry] = []
+        for i, on in enumerate(recording):
+            prof = {"holder": "main:prof", "type": "torch.profiler.profiler.profile"}
+            census.append({"step": 8 * 14 * i, "t": 5.6 * i, "native": [dict(prof, recording=on)]})
+        return replace(record, processes=[replace(record.processes[0], census=census)])
+
+    # WHEN the censuses saw the program's profiler recording at every one (stopped by the
+    # program's clean-up at the last)
+    v = analyze(profiled([1, 1, 1, 1, 0])).verdicts[(42, "rss_bytes")]
+    # THEN the climb is that profiler's: a leak, and the reason names it
+    assert v.verdict == "leak" and "main:prof" in v.reason, v.reason
+    # AND a profiler recording in windows (a schedule's) backs nothing
+    windows = analyze(profiled([1, 0, 1, 0, 1])).verdicts[(42, "rss_bytes")]
+    assert windows.verdict == "inconclusive", windows.reason
+
+
 def test_a_graph_kept_across_censuses_lets_a_late_rise_of_fast_steps_count() -> None:
     # GIVEN 1,500 steps of 2 ms (3 s), RSS flat while the allocator's free space absorbs a
     # chain's first 780 steps, then rising +13 KiB/step in 64 KiB pages (1.4 s of clock),

@@ -1402,6 +1402,34 @@ def test_handles_on_memory_outside_python_are_listed_with_what_they_hold() -> No
     assert {h["holder"]: h for h in later}["native_demo.store.conn"]["rows_changed"] == 80
 
 
+def test_a_torch_profiler_is_listed_with_whether_it_records() -> None:
+    # GIVEN a torch profiler held by a user module, started and never stopped while ops run
+    torch = pytest.importorskip("torch")
+    from torch.profiler import ProfilerActivity, profile
+
+    mod = types.ModuleType("profiled_demo")
+    mod.__file__ = "/srv/project/profiled_demo.py"
+    prof = profile(activities=[ProfilerActivity.CPU])
+    mod.prof = prof  # type: ignore[attr-defined]
+    sys.modules["profiled_demo"] = mod
+    try:
+        prof.start()
+        torch.ones(8).sum()
+        recording = native.handles(time.perf_counter() + FAR)
+        prof.stop()
+        stopped = native.handles(time.perf_counter() + FAR)
+    finally:
+        del sys.modules["profiled_demo"]
+    # THEN the census lists it under the user's name, recording while it runs
+    assert {
+        "holder": "profiled_demo.prof",
+        "type": "torch.profiler.profiler.profile",
+        "recording": 1,
+    } in recording
+    # AND not once stopped
+    assert {h["holder"]: h["recording"] for h in stopped} == {"profiled_demo.prof": 0}
+
+
 def test_objects_gc_freeze_moved_out_of_reach_are_counted() -> None:
     # GIVEN garbage in reference cycles that gc.freeze() moves to the permanent generation,
     # where the collector never looks again (nor does gc.get_objects())

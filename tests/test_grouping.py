@@ -532,3 +532,26 @@ def test_a_handle_on_memory_outside_python_that_grew_is_named() -> None:
     assert grown_handles(still) == {}
     heap = [*found, finding("py_alloc_blocks")]
     assert group_findings(heap, looked=[1], handles=grown_handles(record))[0].holder is None
+
+
+def test_a_profiler_recording_at_every_census_is_named_for_memory_outside_python() -> None:
+    # GIVEN memory growing with nothing Python counts, and a torch profiler the censuses saw
+    # recording at every one of four
+    prof = {"holder": "gesture.py:main:prof", "type": "torch.profiler.profiler.profile"}
+    record = _native_record([[dict(prof, recording=1)] for _ in range(4)])
+    found = [finding("rss_bytes", growth=60 * MIB)]
+    out = group_findings(found, looked=[1], handles=grown_handles(record))
+    # THEN the finding names the profiler, says it never stopped, and how to stop it
+    f = out[0]
+    assert f.holder == "gesture.py:main:prof"
+    assert "was recording at 4 censuses in a row" in f.explanation
+    assert f.fix_hint is not None and "prof.stop()" in f.fix_hint
+    # AND one the program stopped only at its end is still named
+    stopped_at_end = _native_record([[dict(prof, recording=r)] for r in (1, 1, 1, 1, 0)])
+    assert grown_handles(stopped_at_end)[1].censuses == 5
+    # AND a profiler that stopped recording at some census (a schedule's windows), or seen
+    # recording at only two, is no such handle
+    for seen in ((1, 0, 1, 1), (1, 1, 1, 0, 0)):
+        windows = _native_record([[dict(prof, recording=r)] for r in seen])
+        assert grown_handles(windows) == {}
+    assert grown_handles(_native_record([[dict(prof, recording=1)]] * 2)) == {}

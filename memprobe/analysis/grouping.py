@@ -25,7 +25,7 @@ import re
 from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 
 from memprobe.analysis.findings import rate_text_of
-from memprobe.analysis.hints import HINT_NATIVE, HINT_NATIVE_BUFFER, HINT_SQLITE
+from memprobe.analysis.hints import HINT_NATIVE, HINT_NATIVE_BUFFER, HINT_PROFILER, HINT_SQLITE
 from memprobe.analysis.native import Handle
 from memprobe.analysis.series import container_holder, family_of
 from memprobe.analysis.siblings import Family, family_bytes, join_siblings, name_family
@@ -185,7 +185,9 @@ def _merge(
             culprit = Culprit(
                 type=handle.type, holder=handle.holder, location=None, holds_autograd_graph=False
             )
-            hint = HINT_SQLITE if handle.unit == "rows" else HINT_NATIVE_BUFFER
+            hint = {"rows": HINT_SQLITE, "recording": HINT_PROFILER}.get(
+                handle.unit, HINT_NATIVE_BUFFER
+            )
     merged = dataclasses.replace(
         lead,
         culprit=culprit,
@@ -214,6 +216,13 @@ _OUTSIDE_PYTHON = (
 
 
 def _handle_text(handle: Handle) -> str:
+    if handle.unit == "recording":
+        return (
+            f"Of the handles on such memory the program holds, `{handle.holder}` (a "
+            f"{handle.type}) was recording at {handle.grown:.0f} censuses in a row, from the "
+            "first that saw it: a profiler keeps every op it records in its own buffers until "
+            "it is stopped."
+        )
     what = (
         f"changed {fmt_count(handle.grown)} rows"
         if handle.unit == "rows"

@@ -146,6 +146,11 @@ HINT_NATIVE_BUFFER = (
     "a buffer grown in place keeps everything written to it: `del buf[:n]` / a fresh "
     "`io.BytesIO()` once what it holds is used, or write to a file"
 )
+HINT_PROFILER = (
+    "a torch profiler keeps every op it records until it is stopped: stop it once the steps "
+    "you want are recorded (`prof.stop()`, or its `with` block), or give it a "
+    "`schedule=torch.profiler.schedule(..., repeat=N)` with `on_trace_ready`"
+)
 HINT_WORKER = (
     "DataLoader workers touch the refcounts of a Python-object dataset and copy its pages "
     "(pytorch/pytorch#13246): store it in NumPy arrays or Arrow instead of lists of objects"

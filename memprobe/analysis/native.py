@@ -4,26 +4,37 @@ Memory that grows while nothing Python counts grows with it is taken outside Pyt
 objects (see ``grouping._outside_python``). Each census lists the in-memory SQLite
 connections, ``bytearray`` buffers and ``io.BytesIO`` objects the user's roots lead to,
 with one number that grows with what they hold; the one that grew between the first and
-the last census that saw it is the holder a person would look at. Pure: records in.
+the last census that saw it is the holder a person would look at. A torch profiler is listed
+with whether it was recording: one that recorded at every census that saw it (three or more;
+the last may find it stopped by the program's clean-up) keeps every op of the run in its own
+buffers: started and never stopped. Pure: records in.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from memprobe.analysis.verdict import INCONCLUSIVE, LEAK, SignalVerdict
+from memprobe.analysis.wording import fmt_rate
 from memprobe.record import CensusEntry, RunRecord
 
-__all__ = ["Handle", "buffer_grew", "grown_handles", "rise"]
+__all__ = ["Handle", "buffer_grew", "grown_handles", "profiler_backs", "rise"]
 
 MIN_BUFFER_GROWTH = 1024 * 1024  # a buffer that gained less explains no leak
+MIN_RECORDING = 3  # censuses a profiler recorded at, every one that saw it: never stopped
+# the units by rank: a buffer's bytes are the memory itself, a profiler never stopped keeps
+# what it records, a connection's changed rows only say it was fed
+_RANK = {"bytes": 2, "recording": 1}
 
 
 @dataclass(frozen=True)
 class Handle:
     holder: str
     type: str
-    unit: str  # "rows" (a connection's rows changed) or "bytes" (a buffer's size)
+    # "rows" (a connection's rows changed), "bytes" (a buffer's size) or "recording" (a
+    # profiler on at every census that saw it: ``grown`` counts them)
+    unit: str
     grown: float
     censuses: int
 
@@ -48,11 +59,21 @@ def _best(census: Sequence[CensusEntry]) -> Optional[Handle]:
             if read is not None:
                 seen.setdefault(read[:3], []).append(read[3])
     every = [
-        Handle(holder, type_, unit, rise(values), len(values))
+        Handle(holder, type_, unit, _grown(unit, values), len(values))
         for (holder, type_, unit), values in seen.items()
     ]
-    grown = [h for h in every if h.grown >= (MIN_BUFFER_GROWTH if h.unit == "bytes" else 1)]
-    return max(grown, key=lambda h: (h.unit == "bytes", h.grown), default=None)
+    least = {"bytes": MIN_BUFFER_GROWTH, "recording": MIN_RECORDING}
+    grown = [h for h in every if h.grown >= least.get(h.unit, 1)]
+    return max(grown, key=lambda h: (_RANK.get(h.unit, 0), h.grown), default=None)
+
+
+def _grown(unit: str, values: Sequence[float]) -> float:
+    if unit == "recording":
+        # how many censuses it recorded at, when it recorded at every one that saw it but
+        # perhaps the last (the program's own clean-up stops it at the end of the run)
+        kept = values[:-1] if len(values) > 1 and values[-1] <= 0 else values
+        return float(len(kept)) if all(v > 0 for v in kept) else 0.0
+    return rise(values)
 
 
 def rise(values: Sequence[float]) -> float:
@@ -70,10 +91,34 @@ def rise(values: Sequence[float]) -> float:
 
 
 def buffer_grew(census: Sequence[CensusEntry]) -> bool:
-    """A buffer the user's roots lead to rose by what counts (see ``rise``): memory outside
-    Python's objects that a steadily rising memory series can rest on."""
+    """A buffer the user's roots lead to rose by what counts (see ``rise``), or a profiler
+    recorded at every census: memory outside Python's objects that a steadily rising memory
+    series can rest on."""
     best = _best(census)
-    return best is not None and best.unit == "bytes"
+    return best is not None and best.unit in _RANK
+
+
+def profiler_backs(
+    verdicts: Dict[str, SignalVerdict], census: Sequence[CensusEntry]
+) -> Dict[str, SignalVerdict]:
+    """Memory that climbs by what counts, too unevenly to be clear of its noise, while a
+    torch profiler recorded at every census (see ``_grown``): the profiler's buffers are
+    that memory (an allocator's staircase of its event blocks), a leak."""
+    best = _best(census)
+    if best is None or best.unit != "recording":
+        return verdicts
+    out = dict(verdicts)
+    for name, v in verdicts.items():
+        if v.family == "memory" and v.verdict == INCONCLUSIVE and v.substantial:
+            rate = fmt_rate(v.unit, "steps" if v.axis == "step" else "seconds")(v.slope)
+            out[name] = replace(
+                v,
+                verdict=LEAK,
+                growing=True,
+                reason=f"grows {rate} while a torch profiler records ({best.holder})",
+                needed=None,
+            )
+    return out
 
 
 def _read(h: Any) -> Optional[Tuple[str, str, str, float]]:
@@ -82,7 +127,7 @@ def _read(h: Any) -> Optional[Tuple[str, str, str, float]]:
     holder, type_ = h.get("holder"), h.get("type")
     if not isinstance(holder, str) or not isinstance(type_, str):
         return None
-    for key, unit in (("bytes", "bytes"), ("rows_changed", "rows")):
+    for key, unit in (("bytes", "bytes"), ("rows_changed", "rows"), ("recording", "recording")):
         value = h.get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return holder, type_, unit, float(value)

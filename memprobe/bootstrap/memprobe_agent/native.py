@@ -6,14 +6,17 @@ objects: when memory grows and nothing Python counts grows with it, these are wh
 person would look at. Each census lists the ones the user's roots lead to, with one
 number that grows with what they hold: a connection's ``total_changes`` (rows inserted,
 updated or deleted since it opened: a C getter, no SQL is run on the program's
-connection), a buffer's ``sys.getsizeof``. The analysis names the one that grew.
+connection), a buffer's ``sys.getsizeof``. A ``torch.profiler.profile`` (or the older
+``torch.autograd.profiler.profile``) keeps every op it records in its own buffers until it
+is stopped: it is listed with ``recording`` (1 while torch's profiler is on and this one
+was started). The analysis names the one that grew, or that never stopped recording.
 """
 
 from __future__ import annotations
 
 import io
 import sys
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 from . import roots
 from .census import qualified
@@ -24,14 +27,18 @@ DEPTH = 3  # locals and globals, two levels below (``main:store.conn``, ``self.d
 
 
 def handles(deadline: float) -> List[Dict[str, Any]]:
-    """[{holder, type, rows_changed | bytes}] of the handles the user's roots lead to."""
+    """[{holder, type, rows_changed | bytes | recording}] of the handles the user's roots
+    lead to."""
     sqlite = sys.modules.get("sqlite3")
     conn_type = getattr(sqlite, "Connection", None) if sqlite is not None else None
+    profilers = _profiler_types()
 
     def native(value: Any) -> bool:
         cls = type(value)
         if cls is bytearray:
             return len(value) >= MIN_BUFFER
+        if profilers and isinstance(value, profilers):
+            return True
         return cls is io.BytesIO or (conn_type is not None and cls is conn_type)
 
     out: List[Dict[str, Any]] = []
@@ -42,6 +49,8 @@ def handles(deadline: float) -> List[Dict[str, Any]]:
         try:
             if cls is conn_type:
                 entry["rows_changed"] = int(obj.total_changes)
+            elif profilers and isinstance(obj, profilers):
+                entry["recording"] = int(_recording(obj))
             else:
                 entry["bytes"] = int(sys.getsizeof(obj))
         except Exception:  # noqa: BLE001 - a closed connection, a buffer changed under us
@@ -49,3 +58,28 @@ def handles(deadline: float) -> List[Dict[str, Any]]:
         out.append(entry)
     obj = None
     return out
+
+
+def _profiler_types() -> Tuple[type, ...]:
+    """torch's profiler classes, where the program imported them (never imported here)."""
+    out: List[type] = []
+    for module, name in (
+        ("torch.profiler.profiler", "profile"),
+        ("torch.autograd.profiler", "profile"),
+    ):
+        cls = getattr(sys.modules.get(module), name, None)
+        if isinstance(cls, type):
+            out.append(cls)
+    return tuple(out)
+
+
+def _recording(prof: Any) -> bool:
+    """torch's profiler is on (a C call) and this profiler object is the one that started
+    it: a ``torch.profiler.profile`` has its inner profiler (set when a trace starts),
+    an autograd one was entered. Attributes read from the instance's ``__dict__`` only."""
+    torch = sys.modules.get("torch")
+    enabled = getattr(getattr(torch, "autograd", None), "_profiler_enabled", None)
+    if enabled is None or not enabled():
+        return False
+    state = getattr(prof, "__dict__", {})
+    return state.get("profiler") is not None or bool(state.get("entered"))
