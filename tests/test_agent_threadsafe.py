@@ -11,9 +11,11 @@ from conftest import SCRIPTS, load, main_process, run_cli
 pytestmark = pytest.mark.slow  # end to end: the real CLI as a subprocess
 
 
-def test_threads_building_tuples_survive_the_census(tmp_path: Path) -> None:
-    # GIVEN a target whose threads build tuples from generators non-stop while it steps,
-    # and a generous census budget so that censuses come often
+@pytest.mark.parametrize("how", ["threads", "async"])
+def test_threads_building_tuples_survive_the_census(tmp_path: Path, how: str) -> None:
+    # GIVEN a target whose threads build tuples from generators non-stop while it steps (in
+    # plain functions, or in coroutines of an asyncio loop of their own), and a generous
+    # census budget so that censuses come often
     for i in range(2):
         out = tmp_path / f"r{i}.json"
         proc = run_cli(
@@ -26,6 +28,7 @@ def test_threads_building_tuples_survive_the_census(tmp_path: Path) -> None:
                 str(out),
                 str(SCRIPTS / "tuple_builder.py"),
                 "5",
+                how,
             ],
             cwd=tmp_path,
         )
@@ -33,3 +36,20 @@ def test_threads_building_tuples_survive_the_census(tmp_path: Path) -> None:
         assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
         assert "errors []" in proc.stdout
         assert main_process(load(out))["steps"] > 100
+
+
+def test_an_asyncio_program_busy_in_its_coroutines_gets_censuses(tmp_path: Path) -> None:
+    # GIVEN an asyncio service whose request coroutines compute without a pause and keep
+    # every result in a set of the service (its loop is inside a coroutine nearly always)
+    out = tmp_path / "r.json"
+    proc = run_cli(
+        ["run", "--no-live", "-o", str(out), str(SCRIPTS / "async_busy.py"), "6"],
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
+    record = load(out)
+    # THEN censuses were taken while it ran, and the finding names the set (through the
+    # coroutine that runs: ``handle:self.results``, or through ``main:service.results``)
+    assert len(main_process(record)["census"]) >= 3
+    holders = [(f.get("culprit") or {}).get("holder") or "" for f in record["findings"]]
+    assert any(h.endswith(("self.results", "service.results")) for h in holders), holders

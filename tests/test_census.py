@@ -6,6 +6,7 @@ import collections
 import sys
 import time
 import types
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Tuple
 
@@ -376,6 +377,53 @@ def test_a_list_of_numpy_scalars_is_plain_numbers() -> None:
     assert "container:numpy_log_demo.press:len" not in v
 
 
+def test_a_list_of_records_of_a_few_numbers_is_plain_numbers() -> None:
+    mod: Any = types.ModuleType("record_log_demo")
+    # a simulation's daily log of (incidence, infected) pairs (wild_q/ok_epidemic_events),
+    # a history of (step, loss, lr): as much a log of numbers as a list of floats is
+    mod.daily = [(0.5, 3)] * 5
+    mod.rows = [(1, "warm-up")] * 5  # a record with text in it is not
+
+    def grow() -> None:
+        mod.daily.extend((i * 0.1, i) for i in range(40))
+        mod.rows.extend((i, f"step {i}") for i in range(40))
+
+    # GIVEN a first census, then each list gains 40 records
+    v, entries, _ = _census_grow_poll(mod, grow, lambda: mod.daily.append((1.0, 2)))
+    by_holder = {e["holder"]: e for e in entries}
+    # THEN the records of numbers are reported as plain numbers, making no signal of their own
+    daily = by_holder["record_log_demo.daily"]
+    assert daily["scalar"] is True and daily["elem_types"] == ["tuple of numbers"]
+    assert "container:record_log_demo.daily:len" not in v
+    # AND the records with text still make one
+    assert by_holder["record_log_demo.rows"]["elem_types"] == ["tuple"]
+    assert v["container:record_log_demo.rows:len"] == 45
+
+
+def test_a_dict_inside_a_torch_module_tree_is_named_as_the_code_reads_it() -> None:
+    torch = pytest.importorskip("torch")
+    mod: Any = types.ModuleType("module_tree_demo")
+    mod.__file__ = "/srv/project/module_tree_demo.py"  # a module of the user's
+    # a pruning round that registers one more parametrization on a layer each time
+    # (wild_r/leak_prune_masks): the layer's parametrization list keeps every mask module
+    mod.model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 2))
+    mod.model[0].masks = torch.nn.ModuleList()  # reached through the module only
+
+    def grow() -> None:
+        for _ in range(40):
+            mod.model[0].masks.append(torch.nn.Identity())
+
+    # GIVEN a first census, then the list's module dict gains 40 modules
+    v, _, polled = _census_grow_poll(
+        mod, grow, lambda: mod.model[0].masks.append(torch.nn.Identity())
+    )
+    # THEN it is named through the submodules' names (model[0] is the attribute '0'), not
+    # through the registries torch keeps them in, and read again by that path
+    holder = "module_tree_demo.model.0.masks._modules"
+    assert v[f"container:{holder}:len"] == 40
+    assert polled[f"container:{holder}:len"] == 41
+
+
 def test_a_dict_of_flags_keyed_by_messages_is_a_signal() -> None:
     mod: Any = types.ModuleType("registry_demo")
     # a registry like the one ``warnings`` keeps per module: every distinct message a key,
@@ -677,6 +725,48 @@ def test_a_tensor_a_loop_grows_by_torch_cat_is_watched_by_its_holder() -> None:
         exp._census(65, time.monotonic(), None)
         gc.collect()
         assert gone() is None
+    finally:
+        del sys.modules[mod.__name__]
+
+
+def test_a_sparse_tensor_summed_uncoalesced_is_counted_and_watched_by_its_entries() -> None:
+    torch = pytest.importorskip("torch")
+
+    # GIVEN an accumulator of squared sparse gradients over a (50,000 x 16) table, summed
+    # without coalescing: each sum only concatenates the entries (a Fisher estimate,
+    # wild_q/leak_sparse_fisher); its shape never changes, its entries grow
+    rows = 50_000
+    mod: Any = types.ModuleType("fisher_demo")
+    mod.__file__ = "/srv/app/fisher_demo.py"  # a module of the user's, not a library's
+    empty = torch.empty(1, 0, dtype=torch.long)
+    mod.tracker = _Monitor(
+        torch.sparse_coo_tensor(empty, torch.empty(0, 16), (rows, 16), check_invariants=True)
+    )
+    sys.modules[mod.__name__] = mod
+
+    done = [0]
+
+    def grow(updates: int) -> None:
+        for i in range(done[0], done[0] + updates):
+            idx = torch.arange(i * 1024, i * 1024 + 1024) % rows
+            idx = torch.cat([idx, idx])  # a gradient's rows as they come: repeated
+            g = torch.sparse_coo_tensor(
+                idx[None, :], torch.ones(2048, 16), (rows, 16), check_invariants=True
+            )
+            mod.tracker.window = mod.tracker.window + g * g
+        done[0] += updates
+
+    try:
+        grow(16)  # over 1 MiB of entries at the first census
+        exp, census = _censuses_growing(grow)
+        fisher = mod.tracker.window
+        entries = fisher._nnz()
+        # THEN its indices' and values' bytes are in the tensors' bytes (its shape's 3 MiB
+        # are not what it takes)
+        assert census["v"]["tensors:cpu_bytes"] >= entries * (16 * 4 + 8)
+        # AND it is watched under its holder, its length its entries
+        holder = "fisher_demo.tracker.window"
+        assert census["v"][f"container:{holder}:len"] == entries > 96 * 1024
     finally:
         del sys.modules[mod.__name__]
 
@@ -1402,6 +1492,30 @@ def test_handles_on_memory_outside_python_are_listed_with_what_they_hold() -> No
     assert {h["holder"]: h for h in later}["native_demo.store.conn"]["rows_changed"] == 80
 
 
+def test_a_spooled_temporary_file_is_listed_by_what_it_keeps_in_memory() -> None:
+    import tempfile
+
+    # GIVEN a list of spools of a user module (one per partition): one that never rolls over
+    # (max_size=0 means never), one that rolled over to a file on disk
+    mod: Any = types.ModuleType("spool_demo")
+    mod.__file__ = "/srv/project/spool_demo.py"
+    mod.spools = [tempfile.SpooledTemporaryFile(max_size=n) for n in (0, 1000)]
+    for i in range(2):  # reached through the module only
+        mod.spools[i].write(b"x" * 300_000)
+    sys.modules["spool_demo"] = mod
+    try:
+        found = {h["holder"]: h for h in native.handles(time.perf_counter() + FAR)}
+    finally:
+        del sys.modules["spool_demo"]
+        for i in range(2):
+            mod.spools[i].close()
+    # THEN the list of spools is listed as one handle, by what they keep in memory: the
+    # buffer of the one that never rolls over, none of the one on disk
+    listed = found["spool_demo.spools"]
+    assert listed["type"] == "list of tempfile.SpooledTemporaryFile"
+    assert 300_000 <= listed["bytes"] < 400_000
+
+
 def test_a_torch_profiler_is_listed_with_whether_it_records() -> None:
     # GIVEN a torch profiler held by a user module, started and never stopped while ops run
     torch = pytest.importorskip("torch")
@@ -1428,6 +1542,27 @@ def test_a_torch_profiler_is_listed_with_whether_it_records() -> None:
     } in recording
     # AND not once stopped
     assert {h["holder"]: h["recording"] for h in stopped} == {"profiled_demo.prof": 0}
+
+
+def test_parameters_whose_grad_keeps_its_graph_are_counted() -> None:
+    # GIVEN models whose parameters took a backward(create_graph=True): each .grad holds a
+    # graph that refers back to its parameter
+    torch = pytest.importorskip("torch")
+    models = [torch.nn.Linear(4, 4) for _ in range(3)]
+    plain = torch.nn.Linear(4, 4)
+    for m in models:
+        x = torch.randn(2, 4)
+        with warnings.catch_warnings():  # torch warns of the very cycle counted here
+            warnings.simplefilter("ignore", UserWarning)
+            m(x).pow(2).sum().backward(create_graph=True)
+    plain(torch.randn(2, 4)).sum().backward()  # its .grad holds no graph
+    try:
+        # THEN the census counts the weights and biases of the three models, not the plain
+        assert _take()["payload"]["tensors"]["grad_graphs"] == 6
+    finally:
+        for m in models:
+            for p in m.parameters():
+                p.grad = None
 
 
 def test_objects_gc_freeze_moved_out_of_reach_are_counted() -> None:

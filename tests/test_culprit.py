@@ -731,3 +731,26 @@ def test_objects_frozen_by_gc_freeze_in_a_loop_are_the_culprit() -> None:
     still = [frozen(5, 90_000), frozen(25, 90_000), frozen(100, 90_000), frozen(400, 90_000)]
     c = culprit_for("uss_bytes", build_profile(still))
     assert c is None or c.pattern != "frozen garbage"
+
+
+def test_parameters_whose_grad_keeps_its_graph_are_the_culprit() -> None:
+    # GIVEN censuses that count more and more parameters whose .grad holds an autograd graph
+    # (a model fine-tuned per patient with loss.backward(create_graph=True) for a gradient
+    # penalty, then dropped: wild_q/leak_client_personalization)
+    def grads(step: int, n: int) -> Dict[str, Any]:
+        entry = census(step)
+        entry["tensors"] = {"count": 40 + n, "grad_fn_count": 2, "grad_graphs": n}
+        return entry
+
+    entries = [grads(5, 0), grads(25, 40), grads(100, 180), grads(400, 900)]
+    # WHEN memory grows and its culprit is looked for
+    c = culprit_for("uss_bytes", build_profile(entries))
+    # THEN the gradients that keep their graph are named, with the hint to clear them
+    assert c is not None and c.pattern == "gradients that keep their graph"
+    assert c.holder == "Parameter.grad"
+    assert c.fix_hint is not None and "p.grad = None" in c.fix_hint
+    assert c.evidence["grad_graphs"] == 900
+    # AND a model whose .grad holds its graph for one step at a time names nothing of the kind
+    still = [grads(5, 8), grads(25, 8), grads(100, 8), grads(400, 8)]
+    c = culprit_for("uss_bytes", build_profile(still))
+    assert c is None or c.pattern != "gradients that keep their graph"

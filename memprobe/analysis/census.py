@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
+from memprobe.bootstrap.memprobe_agent import wire
+
 # scalar name -> (payload section, field[, sub-field])
 _PATHS: Dict[str, Tuple[str, ...]] = {
     "graph:nodes": ("graphs", "nodes"),
@@ -19,6 +21,7 @@ _PATHS: Dict[str, Tuple[str, ...]] = {
     "graph:largest": ("graphs", "largest"),
     "tensors:count": ("tensors", "count"),
     "tensors:grad_fn_count": ("tensors", "grad_fn_count"),
+    "tensors:grad_graphs": ("tensors", "grad_graphs"),
     "tensors:cpu_bytes": ("tensors", "bytes_by_device", "cpu"),
     "modules:count": ("modules", "count"),
     "modules:param_bytes": ("tensors", "param_bytes"),
@@ -361,7 +364,9 @@ def _step_name(holder: str) -> bool:
 
 
 LIGHT_BYTES = 256 * 1024  # a container of plain records holding less than this is a log
-_PLAIN_ITEMS = frozenset(["dict", "tuple", "list", "float", "int", "str", "bool", "NoneType"])
+_PLAIN_ITEMS = frozenset(
+    ["dict", "tuple", wire.NUMBER_TUPLE, "list", "float", "int", "str", "bool", "NoneType"]
+)
 
 
 def light(c: Container) -> bool:

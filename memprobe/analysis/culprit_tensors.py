@@ -11,6 +11,7 @@ from memprobe.analysis.culprit_make import TENSOR, Culprit, evidence_of, make_cu
 from memprobe.analysis.hints import (
     HINT_CARRIED,
     HINT_CONTAINER,
+    HINT_CREATE_GRAPH,
     HINT_DETACH,
     HINT_GROWING_TENSOR,
     HINT_ITEM,
@@ -88,7 +89,39 @@ def _climbing(values: List[float], n: int = 3) -> bool:
     return len(last) >= n and all(b > a for a, b in zip(last, last[1:]))
 
 
+MIN_GRAD_GRAPHS = 4  # leaves whose .grad holds a graph, gained over the censuses
+GRAD_GRAPHS = "tensors:grad_graphs"
+
+
+def grad_graph_culprit(prof: Profile) -> Optional[Culprit]:
+    """Leaves (parameters) whose ``.grad`` holds an autograd graph, more and more of them:
+    ``backward(create_graph=True)``, whose graph in ``.grad`` refers back to the parameter
+    (a cycle through autograd's C++ objects: the collector never frees it, and the models
+    the program dropped stay alive with it). Named by the attribute that holds the graph."""
+    rate = prof.rate(GRAD_GRAPHS)
+    if rate <= 0 or prof.growth(GRAD_GRAPHS) < MIN_GRAD_GRAPHS:
+        return None
+    now = prof.value(GRAD_GRAPHS) or 0.0
+    return make_culprit(
+        prof,
+        "torch.nn.parameter.Parameter",
+        "Parameter.grad",
+        True,
+        "gradients that keep their graph",
+        HINT_CREATE_GRAPH,
+        f"{fmt_count(rate)} more parameters per {prof.per} stay alive with a `.grad` that holds "
+        f"an autograd graph ({now:,.0f} now): each graph refers back to its parameter, a "
+        "reference cycle through autograd that keeps them, and the models they belonged to, "
+        "after the program dropped them.",
+        evidence_of(per_step=rate, grad_graphs=round(now)),
+        None,
+    )
+
+
 def graph_culprit(prof: Profile) -> Optional[Culprit]:
+    grads = grad_graph_culprit(prof)
+    if grads is not None:
+        return grads
     roots, largest = prof.rate("graph:roots"), prof.rate("graph:largest")
     grad = prof.rate("tensors:grad_fn_count")
     per_root = prof.at_peak("graph:roots", "graphs", "mean_per_root")

@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = [
     "HINT_CARRIED",
     "HINT_CONTAINER",
+    "HINT_CREATE_GRAPH",
     "HINT_DETACH",
     "HINT_FIGURE",
     "HINT_FRAGMENTATION",
@@ -44,6 +45,11 @@ HINT_CARRIED = (
 HINT_DETACH = (
     "state carried across steps keeps every step's graph alive: detach it at the step "
     "boundary (`h = h.detach()`, `running = running.detach()`)"
+)
+HINT_CREATE_GRAPH = (
+    "`backward(create_graph=True)` leaves in each parameter's `.grad` a graph that refers back "
+    "to the parameter, a reference cycle autograd never frees: set `p.grad = None` once the "
+    "step is done, or take the gradients with `torch.autograd.grad(..., create_graph=True)`"
 )
 HINT_CONTAINER = "clear it once used, or bound it: `collections.deque(maxlen=N)`"
 HINT_GC_FREEZE = (

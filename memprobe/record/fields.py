@@ -68,6 +68,7 @@ class Evidence(TypedDict, total=False):
     container_len: int
     chain_links: int  # objects in a chain of a growing type (agent's chains.py)
     frozen: int  # objects gc.freeze() moved to the permanent generation (census "gc")
+    grad_graphs: int  # leaves whose .grad holds an autograd graph (census "tensors")
     container_type: str
     key_type: str  # a dict whose memory is in its keys: their type
     container_bytes: float

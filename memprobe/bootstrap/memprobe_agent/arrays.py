@@ -19,6 +19,7 @@ from . import referents, tees, wire
 from .census import qualified
 from .containertypes import elem_types
 from .roots import find_matching
+from .sizes import sparse_extents
 from .typeinfo import loaded_class
 
 BIG_ARRAY = 1 << 20  # an array among the user's roots is looked at from this size
@@ -60,6 +61,9 @@ def big_arrays(
 
 
 def _tensor_bytes(t: Any) -> int:
+    sparse = sparse_extents(t)  # its entries' bytes, not its shape's
+    if sparse is not None:
+        return sum(nbytes for _, nbytes in sparse)
     return int(t.nelement()) * int(t.element_size())
 
 
@@ -80,7 +84,7 @@ def length(obj: Any) -> int:
     if type(obj) is tees.TEE:
         return tees.backlog(obj)
     if name == wire.TENSOR:
-        return int(obj.nelement())
+        return int(obj._nnz()) if sparse_extents(obj) is not None else int(obj.nelement())
     return referents.count(obj) if referents.is_keeper_type(type(obj)) else len(obj)
 
 

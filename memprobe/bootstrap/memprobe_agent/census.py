@@ -21,7 +21,7 @@ import time
 import weakref
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
-from . import graphs
+from . import graphs, sizes
 from .cheap import frozen_count
 from .containertypes import CONTAINER_TYPES, container_subclasses
 from .typeinfo import Kinds, is_heap_type, loaded_class, type_name
@@ -293,6 +293,7 @@ def _tensor_stats(
     largest: Any = None
     largest_bytes = 0
     grad_fn_count = 0
+    grad_graphs = 0  # leaves whose .grad holds a graph: backward(create_graph=True)
     done = 0
     guard = ctx() if ctx is not None else _Null()
     with guard:
@@ -305,10 +306,16 @@ def _tensor_stats(
                 if graphs.holds_graph(t):
                     grad_fn_count += 1
                     holding.append(t)
+                elif graphs.grad_holds_graph(t):
+                    grad_graphs += 1
                 dev = str(t.device)
                 dtype = str(t.dtype).replace("torch.", "")
                 by.setdefault((dev, dtype), [0, 0])[0] += 1
-                if t.is_sparse or t.numel() == 0:
+                sparse = sizes.sparse_extents(t)
+                for key, nbytes in sparse or ():
+                    if nbytes > extent.get(key, 0):
+                        extent[key], kind_of[key] = nbytes, (dtype, False)
+                if sparse is not None or t.numel() == 0:
                     continue
                 # the storage's base address and the bytes this view reaches, from C getters
                 # only: t.untyped_storage() would pin a Python object to every storage for good
@@ -342,6 +349,7 @@ def _tensor_stats(
     payload["tensors"] = {
         "count": count,
         "grad_fn_count": v["tensors:grad_fn_count"],
+        "grad_graphs": round(grad_graphs * scale),
         "bytes_by_device": {d: round(b * scale) for d, b in dev_bytes.items()},
         "param_bytes": round(param_bytes * scale),
         "by": [

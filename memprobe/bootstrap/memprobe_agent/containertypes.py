@@ -9,6 +9,7 @@ import itertools
 import sys
 from typing import Any, List, Optional, Set
 
+from . import wire
 from .typeinfo import mro, type_dict, type_name
 
 # the dicts whose last items are read in insertion order (elem_types)
@@ -20,6 +21,7 @@ _CONTAINER_BASES = tuple(CONTAINER_TYPES)
 # how a container's items and length are read (len, elem_types, the watch's counts and
 # sizes): a subclass that defines none of them reads as its base, all in C
 _READS = ("__len__", "__getitem__", "__iter__", "__reversed__", "keys", "values", "items", "maxlen")
+NUMBER_FIELDS = 8  # a record of this many plain numbers or fewer: ``(step, loss, lr)``
 
 
 def container_base(cls: type) -> Optional[type]:
@@ -75,7 +77,15 @@ def elem_types(container: Any, limit: int = 3, keys: bool = False) -> List[str]:
         return []
     out: List[str] = []
     for item in items:
-        name = type_name(type(item))
+        name = wire.NUMBER_TUPLE if not keys and _numbers(item) else type_name(type(item))
         if name not in out:
             out.append(name)
     return out
+
+
+def _numbers(item: Any) -> bool:
+    """A tuple (a named one too) of a few plain numbers: a log's record, ``history.append(
+    (step, loss.item()))``, as much a log of numbers as a list of floats is."""
+    if not isinstance(item, tuple) or not 0 < len(item) <= NUMBER_FIELDS:
+        return False
+    return all(type_name(type(x)) in wire.SCALAR_TYPES for x in item)

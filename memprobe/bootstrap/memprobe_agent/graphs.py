@@ -219,3 +219,14 @@ def reach(root: Any, max_nodes: int, deadline: float, budget: WrapBudget) -> Opt
 def holds_graph(t: Any) -> bool:
     """True when a tensor has a ``grad_fn``, read without making a wrapper for it."""
     return bool(t.requires_grad) and not t.is_leaf
+
+
+def grad_holds_graph(t: Any) -> bool:
+    """A leaf that requires grad whose ``.grad`` has a ``grad_fn`` (left by
+    ``backward(create_graph=True)``): that graph refers back to the leaf, a reference cycle
+    through autograd that Python's collector cannot see. ``.grad`` is read of leaves only
+    (of any other tensor it warns)."""
+    if not (t.requires_grad and t.is_leaf):
+        return False
+    g = t.grad
+    return g is not None and holds_graph(g)

@@ -26,6 +26,7 @@ from .typeinfo import (
     cvar_default,
     cycle_saved,
     instance_dict,
+    module_registries,
     mro,
     thread_local_dicts,
     type_dict,
@@ -343,8 +344,10 @@ def follow(obj: Any, steps: List[List[Any]]) -> Any:
             d = instance_dict(obj)
             if d is not None and value in d:
                 obj = d.get(value)
-            else:
-                obj = dict(c_fields(obj)).get(value) if value in _TENSOR_FIELDS else None
+            elif value in _TENSOR_FIELDS:
+                obj = dict(c_fields(obj)).get(value)
+            else:  # a torch module's submodule, parameter or buffer (``model.fc1``)
+                obj = next((r[value] for r in module_registries(d) if value in r), None)
         elif kind == "lrucache":
             obj = lru_cache_dict(obj)
         elif kind == "key" and type(obj) in CONTAINER_TYPES and type(obj) is not set:

@@ -6,7 +6,8 @@ objects: when memory grows and nothing Python counts grows with it, these are wh
 person would look at. Each census lists the ones the user's roots lead to, with one
 number that grows with what they hold: a connection's ``total_changes`` (rows inserted,
 updated or deleted since it opened: a C getter, no SQL is run on the program's
-connection), a buffer's ``sys.getsizeof``. A ``torch.profiler.profile`` (or the older
+connection), a buffer's ``sys.getsizeof`` (a ``tempfile.SpooledTemporaryFile``'s while it
+is still in memory). A ``torch.profiler.profile`` (or the older
 ``torch.autograd.profiler.profile``) keeps every op it records in its own buffers until it
 is stopped: it is listed with ``recording`` (1 while torch's profiler is on and this one
 was started). The analysis names the one that grew, or that never stopped recording.
@@ -23,6 +24,7 @@ from .census import qualified
 
 MAX_HANDLES = 8
 MIN_BUFFER = 64 * 1024  # a bytearray this long or longer: a buffer, not a small field
+MAX_BUFFERS = 256  # a list or tuple of buffers this long at most is listed as one handle
 DEPTH = 3  # locals and globals, two levels below (``main:store.conn``, ``self.db.conn``)
 
 
@@ -32,6 +34,10 @@ def handles(deadline: float) -> List[Dict[str, Any]]:
     sqlite = sys.modules.get("sqlite3")
     conn_type = getattr(sqlite, "Connection", None) if sqlite is not None else None
     profilers = _profiler_types()
+    spooled = getattr(sys.modules.get("tempfile"), "SpooledTemporaryFile", None)
+
+    def buffer(value: Any) -> bool:
+        return type(value) in (io.BytesIO, spooled)
 
     def native(value: Any) -> bool:
         cls = type(value)
@@ -39,7 +45,12 @@ def handles(deadline: float) -> List[Dict[str, Any]]:
             return len(value) >= MIN_BUFFER
         if profilers and isinstance(value, profilers):
             return True
-        return cls is io.BytesIO or (conn_type is not None and cls is conn_type)
+        if cls in (list, tuple):  # a few buffers side by side (one per partition): as one
+            return 0 < len(value) <= MAX_BUFFERS and all(map(buffer, value))
+        return buffer(value) or (conn_type is not None and cls is conn_type)
+
+    def size(buf: Any) -> int:
+        return _spooled_bytes(buf) if type(buf) is spooled else int(sys.getsizeof(buf))
 
     out: List[Dict[str, Any]] = []
     obj: Any = None
@@ -51,13 +62,28 @@ def handles(deadline: float) -> List[Dict[str, Any]]:
                 entry["rows_changed"] = int(obj.total_changes)
             elif profilers and isinstance(obj, profilers):
                 entry["recording"] = int(_recording(obj))
+            elif cls in (list, tuple):
+                entry["type"] = f"{qualified(obj)} of {qualified(obj[0])}"
+                entry["bytes"] = sum(map(size, obj))
             else:
-                entry["bytes"] = int(sys.getsizeof(obj))
+                entry["bytes"] = size(obj)
         except Exception:  # noqa: BLE001 - a closed connection, a buffer changed under us
             continue
         out.append(entry)
     obj = None
     return out
+
+
+def _spooled_bytes(spool: Any) -> int:
+    """A ``tempfile.SpooledTemporaryFile``'s buffer while it is kept in memory (``_file``, an
+    ``io.BytesIO`` or ``io.TextIOWrapper``, until it rolls over to a file on disk: then 0),
+    read from the instance's ``__dict__``: no method of the program's object runs."""
+    state = getattr(spool, "__dict__", {})
+    buf = state.get("_file")
+    if state.get("_rolled") or buf is None:
+        return 0
+    inner = buf if type(buf) is io.BytesIO else getattr(buf, "buffer", None)
+    return int(sys.getsizeof(inner)) if type(inner) is io.BytesIO else 0
 
 
 def _profiler_types() -> Tuple[type, ...]:

@@ -33,7 +33,15 @@ from .containertypes import CONTAINER_TYPES, DICT_TYPES
 from .holders import FOLLOWABLE, Step, c_fields, result
 from .lrucache import LRU_WRAPPER, lru_cache_dict
 from .registries import known_registries
-from .typeinfo import cvar_default, cycle_saved, instance_dict, mro, thread_local_dicts, type_dict
+from .typeinfo import (
+    cvar_default,
+    cycle_saved,
+    instance_dict,
+    module_registries,
+    mro,
+    thread_local_dicts,
+    type_dict,
+)
 from .userroots import LIBS, USER, Start, frame_roots, modules
 from .userroots import is_user_file as is_user_file
 from .userroots import is_user_module as is_user_module
@@ -339,7 +347,11 @@ def _children(value: Any) -> List[Tuple[Step, Any]]:
         return [(("cycled", None), saved)]
     d = instance_dict(value)
     kids = [(("attr", k), v) for k, v in _dict_items(d)] if d is not None else []
-    return kids + [(("attr", k), v) for k, v in c_fields(value)]
+    # a torch module's submodules, parameters and buffers first, by the names the code
+    # uses (``model.fc1.parametrizations.weight``, not ``model._modules['fc1']...``): one
+    # level each, where a module tree is otherwise two per level
+    registered = [(("attr", k), v) for r in module_registries(d) for k, v in _dict_items(r)]
+    return registered + kids + [(("attr", k), v) for k, v in c_fields(value)]
 
 
 def _thread_local_children(local: Any) -> List[Tuple[Step, Any]]:

@@ -120,15 +120,15 @@ class _Walk:
         return total * (n / len(picked)) if picked else 0.0
 
     def _tensor(self, t: Any) -> int:
-        ext = tensor_extent(t)
-        if ext is None:
-            return 0
-        key, nbytes = ext
-        old = self.storages.get(key, 0)
-        if nbytes <= old:
-            return 0
-        self.storages[key] = nbytes
-        return nbytes - old
+        sparse = sparse_extents(t)
+        ext = tensor_extent(t) if sparse is None else None
+        added = 0
+        for key, nbytes in sparse if sparse is not None else [ext] if ext is not None else []:
+            old = self.storages.get(key, 0)
+            if nbytes > old:
+                self.storages[key] = nbytes
+                added += nbytes - old
+        return added
 
     def _array(self, a: Any) -> int:
         root = a
@@ -184,6 +184,32 @@ def tensor_extent(t: Any) -> Optional[Tuple[Tuple[str, int], int]]:
         return (str(t.device), t.data_ptr() - off * size), reach * size
     except Exception:  # noqa: BLE001 - meta, sparse, exotic subclasses
         return None
+
+
+# a sparse tensor's bytes are in the dense tensors of its indices and values, read through
+# these C methods (``_values``: an uncoalesced COO tensor has no ``values()``)
+_SPARSE_PARTS = {
+    "torch.sparse_coo": ("_indices", "_values"),
+    "torch.sparse_csr": ("crow_indices", "col_indices", "values"),
+    "torch.sparse_bsr": ("crow_indices", "col_indices", "values"),
+    "torch.sparse_csc": ("ccol_indices", "row_indices", "values"),
+    "torch.sparse_bsc": ("ccol_indices", "row_indices", "values"),
+}
+
+
+def sparse_extents(t: Any) -> Optional[List[Tuple[Tuple[str, int], int]]]:
+    """None for a strided tensor; for a sparse one the extents (``tensor_extent``) of the
+    dense tensors holding its indices and values: what it takes grows with its entries (an
+    uncoalesced sum only concatenates them), not with its shape."""
+    names = _SPARSE_PARTS.get(str(t.layout))
+    if names is None:
+        return None
+    out: List[Tuple[Tuple[str, int], int]] = []
+    for name in names:
+        ext = tensor_extent(getattr(t, name)())
+        if ext is not None:
+            out.append(ext)
+    return out
 
 
 def _kind_by_mro(cls: type, kinds: Dict[type, str]) -> Optional[str]:

@@ -76,6 +76,18 @@ def instance_dict(obj: Any) -> Optional[Dict[str, Any]]:
     return None
 
 
+_MODULE_REGISTRIES = ("_modules", "_parameters", "_buffers")
+
+
+def module_registries(d: Optional[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The dicts in which a torch module's instance ``__dict__`` ``d`` keeps its submodules,
+    parameters and buffers (what ``model.fc1`` reads through ``Module.__getattr__``), or
+    none for any other object's."""
+    if d is None or type(d.get("_modules")) is not dict or type(d.get("_parameters")) is not dict:
+        return []
+    return [r for r in map(d.get, _MODULE_REGISTRIES) if type(r) is dict]
+
+
 class Kinds:
     """Which present types are tensors, arrays, modules, figures (computed per census)."""
 

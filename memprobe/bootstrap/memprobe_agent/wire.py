@@ -71,8 +71,11 @@ ROLE_CHILD = "child"
 # or tuples holds its memory in its keys), and NumPy's array and torch's tensor (a loop
 # that rebuilds one longer every step: watched by its element count, see the agent's
 # arrays.py)
+# a container's items that are tuples of a few plain numbers (containertypes.elem_types): a
+# log's records, ``(step, loss)``; never said of keys (a memo keyed by tuples keeps its keys)
+NUMBER_TUPLE = "tuple of numbers"
 SCALAR_TYPES = frozenset(
-    ["float", "int", "bool", "complex", "NoneType"]
+    ["float", "int", "bool", "complex", "NoneType", NUMBER_TUPLE]
     # NumPy's scalars: what a reduction returns (``press.append(np.mean(virial))``)
     + [f"numpy.{t}" for t in ("float16", "float32", "float64", "longdouble", "complex64")]
     + [f"numpy.{t}" for t in ("complex128", "clongdouble", "bool", "bool_")]
