@@ -816,6 +816,25 @@ def test_memory_that_rose_mid_run_then_stayed_flat_is_no_leak() -> None:
     assert analyze(record).verdict == "no_leak"
 
 
+def test_a_fill_that_levelled_off_while_pages_still_fault_in_has_stopped() -> None:
+    from memprobe.analysis.verdict import _stopped_for_long
+
+    # GIVEN 18 s of RSS at 75 ms samples: a kernel dictionary filling in ~1.5 MiB steps
+    # every 0.5 s for 12 s (wild_r/ok_krls_air_quality), then only its pages still faulted in
+    # at 10 KiB/s for 6 s
+    t = np.arange(0.0, 18.0, 0.075)
+    fill = np.floor(np.minimum(t, 12.0) / 0.5) * 1.5 * 2**20
+    rss = 57 * 2**20 + fill + np.clip(t - 12.0, 0.0, None) * 10 * 1024
+    slope, total, options = 3 * 2**20 / 2, float(2**20), DetectOptions()
+    # THEN a quarter of the window's slope is the limit, as for a clear rise that levels off:
+    # the fill stopped (the floor of 1 KiB/s alone would call the page faults growth)
+    assert _stopped_for_long(t, rss, slope, options.plateau_ratio * slope, total, options)
+    assert not _stopped_for_long(t, rss, slope, 1024.0, total, options)
+    # AND a tail still climbing at 40 % of the window's slope has not stopped
+    climbing = 57 * 2**20 + fill + np.clip(t - 12.0, 0.0, None) * 0.4 * slope
+    assert not _stopped_for_long(t, climbing, slope, options.plateau_ratio * slope, total, options)
+
+
 @pytest.mark.slow  # statistical sweep: in CI, out of the fast loop
 def test_an_allocator_staircase_never_passes_for_a_rise_that_stopped() -> None:
     # GIVEN leaks of 2-60 KiB/step drawn as an allocator does: arenas of 0.5-4 MiB with

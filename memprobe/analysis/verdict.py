@@ -216,7 +216,9 @@ def judge_window(
     if (
         growing
         and not clear
-        and _stopped_for_long(xj, yj, tr.slope, rate_thr, total, options.max_points)
+        and _stopped_for_long(
+            xj, yj, tr.slope, max(rate_thr, options.plateau_ratio * tr.slope), total, options
+        )
     ):
         # rose (a buffer filled mid-run, a second phase's one allocation), too unevenly to
         # be clear of its noise, and has been flat since, for longer than it would have
@@ -260,12 +262,14 @@ def _exact_count(signal: str, fam: str) -> bool:
 
 
 def _stopped_for_long(
-    x: Array, y: Array, slope: float, rate_thr: float, total: float, max_points: int
+    x: Array, y: Array, slope: float, limit: float, total: float, options: DetectOptions
 ) -> bool:
-    """The series rose, then stopped: its last third grows slower than ``rate_thr``
-    (``growth_stopped``), and the flat stretch since its last rise is longer than
-    ``STALL_PAUSES`` times the longest pause between the rises before it, and long enough
-    that the window's own ``slope`` would have added what counts over it.
+    """The series rose, then stopped: its last third grows slower than ``limit``
+    (``growth_stopped``: a quarter of the window's slope, ``plateau_ratio``, as a clear rise
+    that levels off; an allocator's pages still faulted in at a few KiB/s are no rise), and
+    the flat stretch since its last rise, where it rose by less than an eighth of what
+    counts, is longer than ``STALL_PAUSES`` times the longest pause between the rises before
+    it, and long enough that the window's own ``slope`` would have added what counts over it.
 
     An allocator draws a leak as a staircase (an arena of 1-2 MiB, then a pause while it
     fills): a flat stretch as long as one of its treads is no end of the rise; a buffer that
@@ -275,10 +279,10 @@ def _stopped_for_long(
     k = n - max(6, n // 3)
     if k <= 0 or slope <= 0:
         return False
-    flat, longest = _last_rise(x, y, total / 8.0, max_points)
+    flat, longest = _last_rise(x, y, total / 8.0, options.max_points)
     if flat is None or flat < STALL_PAUSES * longest or slope * flat < total:
         return False
-    return growth_stopped(x, y, rate_thr, max_points)
+    return growth_stopped(x, y, limit, options.max_points)
 
 
 def _last_rise(x: Array, y: Array, eps: float, max_points: int) -> Tuple[Optional[float], float]:
