@@ -197,11 +197,18 @@ _SPARSE_PARTS = {
 }
 
 
+_BY_LAYOUT: Dict[Any, Any] = {}  # torch.layout object -> its _SPARSE_PARTS entry or None
+_UNSEEN = object()
+
+
 def sparse_extents(t: Any) -> Optional[List[Tuple[Tuple[str, int], int]]]:
     """None for a strided tensor; for a sparse one the extents (``tensor_extent``) of the
     dense tensors holding its indices and values: what it takes grows with its entries (an
     uncoalesced sum only concatenates them), not with its shape."""
-    names = _SPARSE_PARTS.get(str(t.layout))
+    layout = t.layout
+    names = _BY_LAYOUT.get(layout, _UNSEEN)
+    if names is _UNSEEN:  # once per layout object: no string made per tensor
+        names = _BY_LAYOUT[layout] = _SPARSE_PARTS.get(str(layout))
     if names is None:
         return None
     out: List[Tuple[Tuple[str, int], int]] = []
