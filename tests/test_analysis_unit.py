@@ -760,7 +760,7 @@ def test_a_buffer_read_rising_backs_a_steady_rise_even_read_just_after_a_flush()
         assert v.verdict == "inconclusive" and "nothing else grows" in v.reason
 
 
-def test_memory_climbing_unevenly_while_a_profiler_records_throughout_is_a_leak() -> None:
+def test_memory_climbing_unevenly_while_a_profiler_records_or_a_buffer_climbs_is_a_leak() -> None:
     # GIVEN RSS climbing 367 -> 500 MiB over 450 steps in uneven stairs with dips (a torch
     # profiler's event blocks, read every 8 steps), not clear of its noise band on its own
     mib = [367, 410, 410, 418, 427, 427, 431, 439, 435, 435, 437, 436, 428, 435, 446, 444]
@@ -786,6 +786,21 @@ def test_memory_climbing_unevenly_while_a_profiler_records_throughout_is_a_leak(
     # AND a profiler recording in windows (a schedule's) backs nothing
     windows = analyze(profiled([1, 0, 1, 0, 1])).verdicts[(42, "rss_bytes")]
     assert windows.verdict == "inconclusive", windows.reason
+
+    def buffered(sizes: List[int]) -> RunRecord:
+        census: List[CensusEntry] = []
+        for i, size in enumerate(sizes):
+            buf = {"holder": "main:journal._buf", "type": "_io.BytesIO", "bytes": size}
+            census.append({"step": 8 * 14 * i, "t": 5.6 * i, "native": [buf]})
+        return replace(record, processes=[replace(record.processes[0], census=census)])
+
+    # AND so does a buffer of the program's whose peaks climbed by a good share of the climb
+    # (a BytesIO journal truncated without a seek back: wild_o/leak_ctr_step_journal)
+    journal = analyze(buffered([57_000, 2**20, 9 * 2**20, 40 * 2**20])).verdicts[(42, "rss_bytes")]
+    assert journal.verdict == "leak" and "main:journal._buf" in journal.reason, journal.reason
+    # AND not a buffer that rose by a few MiB of a 133 MiB climb
+    small = analyze(buffered([57_000, 2**20, 2 * 2**20, 3 * 2**20])).verdicts[(42, "rss_bytes")]
+    assert small.verdict == "inconclusive", small.reason
 
 
 def test_a_graph_kept_across_censuses_lets_a_late_rise_of_fast_steps_count() -> None:

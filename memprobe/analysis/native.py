@@ -16,12 +16,13 @@ from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from memprobe.analysis.verdict import INCONCLUSIVE, LEAK, SignalVerdict
-from memprobe.analysis.wording import fmt_rate
+from memprobe.analysis.wording import fmt_bytes, fmt_rate
 from memprobe.record import CensusEntry, RunRecord
 
-__all__ = ["Handle", "buffer_grew", "grown_handles", "profiler_backs", "rise"]
+__all__ = ["Handle", "buffer_grew", "grown_handles", "handle_backs", "rise"]
 
 MIN_BUFFER_GROWTH = 1024 * 1024  # a buffer that gained less explains no leak
+BUFFER_SHARE = 0.25  # of a memory climb, that a buffer's rise must be to make it a leak
 MIN_RECORDING = 3  # censuses a profiler recorded at, every one that saw it: never stopped
 # the units by rank: a buffer's bytes are the memory itself, a profiler never stopped keeps
 # what it records, a connection's changed rows only say it was fed
@@ -112,26 +113,32 @@ def buffer_grew(census: Sequence[CensusEntry]) -> bool:
     return best is not None and best.unit in _RANK
 
 
-def profiler_backs(
+def handle_backs(
     verdicts: Dict[str, SignalVerdict], census: Sequence[CensusEntry]
 ) -> Dict[str, SignalVerdict]:
     """Memory that climbs by what counts, too unevenly to be clear of its noise, while a
-    torch profiler recorded at every census (see ``_grown``): the profiler's buffers are
-    that memory (an allocator's staircase of its event blocks), a leak."""
+    torch profiler recorded at every census (see ``_grown``), or while a buffer the program
+    holds rose by at least a quarter of that climb (``BUFFER_SHARE``; its peaks climbing,
+    see ``rise``): that handle's memory is the climb (an allocator's staircase of its
+    blocks), a leak."""
     best = _best(census)
-    if best is None or best.unit != "recording":
+    if best is None or best.unit not in _RANK:
         return verdicts
     out = dict(verdicts)
     for name, v in verdicts.items():
-        if v.family == "memory" and v.verdict == INCONCLUSIVE and v.substantial:
-            rate = fmt_rate(v.unit, "steps" if v.axis == "step" else "seconds")(v.slope)
-            out[name] = replace(
-                v,
-                verdict=LEAK,
-                growing=True,
-                reason=f"grows {rate} while a torch profiler records ({best.holder})",
-                needed=None,
-            )
+        if not (v.family == "memory" and v.verdict == INCONCLUSIVE and v.substantial):
+            continue
+        if best.unit == "bytes" and best.grown < BUFFER_SHARE * v.growth:
+            continue
+        rate = fmt_rate(v.unit, "steps" if v.axis == "step" else "seconds")(v.slope)
+        why = (
+            f"a torch profiler records ({best.holder})"
+            if best.unit == "recording"
+            else f"`{best.holder}` (a {best.type}) rose by {fmt_bytes(best.grown)}"
+        )
+        out[name] = replace(
+            v, verdict=LEAK, growing=True, reason=f"grows {rate} while {why}", needed=None
+        )
     return out
 
 
