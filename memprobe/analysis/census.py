@@ -140,6 +140,13 @@ class Profile:
         growth, span = self._peak(name)
         return growth / span if span > 0 else 0.0
 
+    def count_grown(self, name: str, least: float) -> Optional[Tuple[float, float]]:
+        """(rate, last value) of a count that grew by ``least`` or more, else None."""
+        rate = self.rate(name)
+        if rate <= 0 or self.growth(name) < least:
+            return None
+        return rate, self.value(name) or 0.0
+
     def carried(self) -> List[Dict[str, Any]]:
         """Named tensors whose graph from an earlier census was still alive at a later one
         (the agent's ``graphs.carried``), best first: the ones no other carried holder

@@ -127,10 +127,10 @@ def primary(prof: Profile) -> Optional[Culprit]:
 
 def _frozen(prof: Profile) -> Optional[Culprit]:
     """Objects ``gc.freeze()`` keeps growing in number: garbage it froze is never freed."""
-    rate = prof.rate(GC_FROZEN)
-    if rate <= 0 or prof.growth(GC_FROZEN) < MIN_FROZEN:
+    grown = prof.count_grown(GC_FROZEN, MIN_FROZEN)
+    if grown is None:
         return None
-    now = prof.value(GC_FROZEN) or 0.0
+    rate, now = grown
     return make_culprit(
         prof,
         "objects frozen by gc.freeze()",

@@ -98,10 +98,10 @@ def grad_graph_culprit(prof: Profile) -> Optional[Culprit]:
     ``backward(create_graph=True)``, whose graph in ``.grad`` refers back to the parameter
     (a cycle through autograd's C++ objects: the collector never frees it, and the models
     the program dropped stay alive with it). Named by the attribute that holds the graph."""
-    rate = prof.rate(GRAD_GRAPHS)
-    if rate <= 0 or prof.growth(GRAD_GRAPHS) < MIN_GRAD_GRAPHS:
+    grown = prof.count_grown(GRAD_GRAPHS, MIN_GRAD_GRAPHS)
+    if grown is None:
         return None
-    now = prof.value(GRAD_GRAPHS) or 0.0
+    rate, now = grown
     return make_culprit(
         prof,
         "torch.nn.parameter.Parameter",

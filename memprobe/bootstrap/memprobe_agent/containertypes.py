@@ -86,6 +86,6 @@ def elem_types(container: Any, limit: int = 3, keys: bool = False) -> List[str]:
 def _numbers(item: Any) -> bool:
     """A tuple (a named one too) of a few plain numbers: a log's record, ``history.append(
     (step, loss.item()))``, as much a log of numbers as a list of floats is."""
-    if not isinstance(item, tuple) or not 0 < len(item) <= NUMBER_FIELDS:
+    if not issubclass(type(item), tuple) or not 0 < len(item) <= NUMBER_FIELDS:
         return False
     return all(type_name(type(x)) in wire.SCALAR_TYPES for x in item)

@@ -43,7 +43,7 @@ def handles(deadline: float) -> List[Dict[str, Any]]:
         cls = type(value)
         if cls is bytearray:
             return len(value) >= MIN_BUFFER
-        if profilers and isinstance(value, profilers):
+        if profilers and issubclass(cls, profilers):
             return True
         if cls in (list, tuple):  # a few buffers side by side (one per partition): as one
             return 0 < len(value) <= MAX_BUFFERS and all(map(buffer, value))
@@ -60,7 +60,7 @@ def handles(deadline: float) -> List[Dict[str, Any]]:
         try:
             if cls is conn_type:
                 entry["rows_changed"] = int(obj.total_changes)
-            elif profilers and isinstance(obj, profilers):
+            elif profilers and issubclass(cls, profilers):
                 entry["recording"] = int(_recording(obj))
             elif cls in (list, tuple):
                 entry["type"] = f"{qualified(obj)} of {qualified(obj[0])}"
