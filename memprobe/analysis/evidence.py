@@ -46,7 +46,8 @@ def steady_needs_backing(
     several censuses in a row behind a named tensor (``total_loss += loss``), whose graph
     sizes are rarely counted (the walk is cut short on such chains): that backs it too, as
     does ``buffer_grew``: a buffer the census read rising (an ``io.BytesIO``, a
-    ``bytearray``), memory outside Python's objects that no count follows."""
+    ``bytearray``) or a profiler recording throughout (``native.Handle.backs``), memory
+    outside Python's objects that no count follows."""
     backed = (
         graph_kept
         or buffer_grew

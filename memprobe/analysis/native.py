@@ -19,7 +19,7 @@ from memprobe.analysis.verdict import INCONCLUSIVE, LEAK, SignalVerdict
 from memprobe.analysis.wording import fmt_bytes, fmt_rate
 from memprobe.record import CensusEntry, RunRecord
 
-__all__ = ["Handle", "buffer_grew", "grown_handles", "handle_backs", "rise"]
+__all__ = ["Handle", "grown_handle", "grown_handles", "handle_backs", "rise"]
 
 MIN_BUFFER_GROWTH = 1024 * 1024  # a buffer that gained less explains no leak
 BUFFER_SHARE = 0.25  # of a memory climb, that a buffer's rise must be to make it a leak
@@ -39,19 +39,27 @@ class Handle:
     grown: float
     censuses: int
 
+    @property
+    def backs(self) -> bool:
+        """A buffer that rose by what counts (see ``rise``) or a profiler that recorded at
+        every census: memory outside Python's objects that a rising memory series can rest
+        on (a connection's changed rows only say it was fed)."""
+        return self.unit in _RANK
+
 
 def grown_handles(record: RunRecord) -> Dict[int, Handle]:
     """pid -> the handle that grew most in that process (buffers first: their bytes are
     the memory itself; a connection's changed rows only say it was fed)."""
     out: Dict[int, Handle] = {}
     for p in record.processes:
-        best = _best(p.census)
+        best = grown_handle(p.census)
         if best is not None:
             out[p.pid] = best
     return out
 
 
-def _best(census: Sequence[CensusEntry]) -> Optional[Handle]:
+def grown_handle(census: Sequence[CensusEntry]) -> Optional[Handle]:
+    """Of the handles a process' censuses listed, the one that grew most (``_RANK``)."""
     seen: Dict[Tuple[str, str, str], List[float]] = {}
     for entry in census:
         handles = entry.get("native") if isinstance(entry, dict) else None
@@ -105,24 +113,15 @@ def rise(values: Sequence[float]) -> float:
     return (top if highs >= 2 else values[-1]) - values[0]
 
 
-def buffer_grew(census: Sequence[CensusEntry]) -> bool:
-    """A buffer the user's roots lead to rose by what counts (see ``rise``), or a profiler
-    recorded at every census: memory outside Python's objects that a steadily rising memory
-    series can rest on."""
-    best = _best(census)
-    return best is not None and best.unit in _RANK
-
-
 def handle_backs(
-    verdicts: Dict[str, SignalVerdict], census: Sequence[CensusEntry]
+    verdicts: Dict[str, SignalVerdict], best: Optional[Handle]
 ) -> Dict[str, SignalVerdict]:
-    """Memory that climbs by what counts, too unevenly to be clear of its noise, while a
-    torch profiler recorded at every census (see ``_grown``), or while a buffer the program
-    holds rose by at least a quarter of that climb (``BUFFER_SHARE``; its peaks climbing,
-    see ``rise``): that handle's memory is the climb (an allocator's staircase of its
-    blocks), a leak."""
-    best = _best(census)
-    if best is None or best.unit not in _RANK:
+    """Memory that climbs by what counts, too unevenly to be clear of its noise, while the
+    handle ``best`` (``grown_handle``) is a torch profiler that recorded at every census
+    (see ``_grown``), or a buffer of the program's that rose by at least a quarter of that
+    climb (``BUFFER_SHARE``; its peaks climbing, see ``rise``): that handle's memory is the
+    climb (an allocator's staircase of its blocks), a leak."""
+    if best is None or not best.backs:
         return verdicts
     out = dict(verdicts)
     for name, v in verdicts.items():

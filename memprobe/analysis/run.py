@@ -41,7 +41,7 @@ from memprobe.analysis.evidence import (
 from memprobe.analysis.fills import closed_figures_hold_back, deque_fills, fill_holds_back, let_go
 from memprobe.analysis.findings import fragmentation_finding, leak_finding
 from memprobe.analysis.judge import judge_series
-from memprobe.analysis.native import buffer_grew, handle_backs
+from memprobe.analysis.native import grown_handle, handle_backs
 from memprobe.analysis.options import DEFAULT_OPTIONS, DetectOptions
 from memprobe.analysis.phases import merge_tail, stepless_tail
 from memprobe.analysis.projection import project_oom
@@ -193,8 +193,9 @@ def judge_process(
     ends = {name: float(p.t[-1]) for name, p in prepared.items() if len(p.t)}
     out = let_go(out, process.census, ends)
     out = corroborate(out, carried, heavy_items)
-    out = steady_needs_backing(out, kept, buffer_grew(process.census))
-    out = handle_backs(out, process.census)
+    handle = grown_handle(process.census)
+    out = steady_needs_backing(out, kept, handle is not None and handle.backs)
+    out = handle_backs(out, handle)
 
     fills = deque_fills(process.census, axis)
     out = fill_holds_back(out, fills, lambda name, x: judge(name, backed_if_counts(name), x))

@@ -19,7 +19,7 @@ from . import referents, tees, wire
 from .census import qualified
 from .containertypes import elem_types
 from .roots import find_matching
-from .sizes import sparse_extents
+from .sizes import is_sparse, sparse_extents
 from .typeinfo import loaded_class
 
 BIG_ARRAY = 1 << 20  # an array among the user's roots is looked at from this size
@@ -84,7 +84,7 @@ def length(obj: Any) -> int:
     if type(obj) is tees.TEE:
         return tees.backlog(obj)
     if name == wire.TENSOR:
-        return int(obj._nnz()) if sparse_extents(obj) is not None else int(obj.nelement())
+        return int(obj._nnz()) if is_sparse(obj) else int(obj.nelement())
     return referents.count(obj) if referents.is_keeper_type(type(obj)) else len(obj)
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import collections
 import sys
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple, cast
 
 from .containertypes import DICT_TYPES
 from .deeptypes import builtin_base, builtin_sizeof, kinds
@@ -120,10 +120,8 @@ class _Walk:
         return total * (n / len(picked)) if picked else 0.0
 
     def _tensor(self, t: Any) -> int:
-        sparse = sparse_extents(t)
-        ext = tensor_extent(t) if sparse is None else None
         added = 0
-        for key, nbytes in sparse if sparse is not None else [ext] if ext is not None else []:
+        for key, nbytes in tensor_extents(t):
             old = self.storages.get(key, 0)
             if nbytes > old:
                 self.storages[key] = nbytes
@@ -201,14 +199,25 @@ _BY_LAYOUT: Dict[Any, Any] = {}  # torch.layout object -> its _SPARSE_PARTS entr
 _UNSEEN = object()
 
 
-def sparse_extents(t: Any) -> Optional[List[Tuple[Tuple[str, int], int]]]:
-    """None for a strided tensor; for a sparse one the extents (``tensor_extent``) of the
-    dense tensors holding its indices and values: what it takes grows with its entries (an
-    uncoalesced sum only concatenates them), not with its shape."""
+def _sparse_parts(t: Any) -> Optional[Tuple[str, ...]]:
+    """The ``_SPARSE_PARTS`` entry of the tensor's layout; None for a strided tensor."""
     layout = t.layout
     names = _BY_LAYOUT.get(layout, _UNSEEN)
     if names is _UNSEEN:  # once per layout object: no string made per tensor
         names = _BY_LAYOUT[layout] = _SPARSE_PARTS.get(str(layout))
+    return cast(Optional[Tuple[str, ...]], names)
+
+
+def is_sparse(t: Any) -> bool:
+    """A tensor of a sparse layout (COO or compressed), from its layout alone."""
+    return _sparse_parts(t) is not None
+
+
+def sparse_extents(t: Any) -> Optional[List[Tuple[Tuple[str, int], int]]]:
+    """None for a strided tensor; for a sparse one the extents (``tensor_extent``) of the
+    dense tensors holding its indices and values: what it takes grows with its entries (an
+    uncoalesced sum only concatenates them), not with its shape."""
+    names = _sparse_parts(t)
     if names is None:
         return None
     out: List[Tuple[Tuple[str, int], int]] = []
@@ -217,6 +226,16 @@ def sparse_extents(t: Any) -> Optional[List[Tuple[Tuple[str, int], int]]]:
         if ext is not None:
             out.append(ext)
     return out
+
+
+def tensor_extents(t: Any) -> List[Tuple[Tuple[str, int], int]]:
+    """Every storage extent a tensor reaches: a sparse one's indices and values, a strided
+    one's own (none for an empty, meta or exotic one)."""
+    sparse = sparse_extents(t)
+    if sparse is not None:
+        return sparse
+    ext = tensor_extent(t)
+    return [ext] if ext is not None else []
 
 
 def _kind_by_mro(cls: type, kinds: Dict[type, str]) -> Optional[str]:
