@@ -415,6 +415,46 @@ def test_time_axis_without_steps() -> None:
     assert f.projected_oom is not None and f.projected_oom["step"] is None
 
 
+def test_a_program_without_steps_whose_tensors_climbed_to_its_end_leaks() -> None:
+    # GIVEN an evaluation sweep with no step at all, 5 s after its 2 s start-up: the tensor
+    # count climbs +75/s and RSS +33 MB/s to the program's end (wild_m's site sweep, whose
+    # jobs a chain of signal handlers keeps), sampled every 0.05 s
+    rng = np.random.default_rng(3)
+    t = np.arange(0.0, 7.0, 0.05)
+    start = np.minimum(t, 2.0)
+    rss = 1.5e7 + 1.4e8 * start + 3.3e7 * np.maximum(t - 2.0, 0) + rng.normal(0, 2e6, len(t))
+    count = 40 + 150 * start + 75 * np.maximum(t - 2.0, 0) + rng.normal(0, 3, len(t))
+
+    def run(ended: Optional[str]) -> str:
+        none: List[Optional[int]] = [None] * len(t)
+        proc = Process(
+            pid=7,
+            ended=ended,
+            series={
+                "rss_bytes": Series(step=list(none), t=t.tolist(), value=rss.tolist()),
+                "tensors:count": Series(
+                    step=list(none), t=t.tolist(), value=count.round().tolist()
+                ),
+            },
+        )
+        record = RunRecord(
+            command=["x"],
+            cwd="/",
+            started_at=0.0,
+            duration_s=7.0,
+            exit=ExitInfo(code=0),
+            limits=Limits(ram_bytes=2**34),
+            x_axis="time",
+            processes=[proc],
+        )
+        return analyze(record).verdict
+
+    # WHEN the ended program is analysed THEN its climb to the end is no start-up: a leak;
+    # while it still runs, 5 s of it may yet be start-up (a dataset built tensor by tensor)
+    assert run("exit") == "leak"
+    assert run(None) == "inconclusive"
+
+
 def test_live_judge_does_not_flicker_on_a_steady_run() -> None:
     # GIVEN a steady borderline series re-judged as it grows, point by point
     rng = np.random.default_rng(8)

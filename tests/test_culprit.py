@@ -658,6 +658,30 @@ def test_a_growing_tensor_that_overtook_a_bigger_one_is_named() -> None:
     assert out.evidence.get("pattern") == "growing tensor"
 
 
+def test_a_batch_that_is_the_largest_tensor_only_lately_is_no_growing_tensor() -> None:
+    # GIVEN an evaluation keeping many small embeddings (storage 12 -> 170 MiB over the
+    # censuses), whose last census caught a batch of activations (8 MiB, named by its loop
+    # variable) as the largest tensor, bigger than the weights seen largest before
+    def entry(step: int, largest: int, total: int, holder: Optional[str] = None) -> Dict[str, Any]:
+        e = census(step)
+        e["tensors"]["bytes_by_device"] = {"cpu": total}
+        e["tensors"]["largest"] = {"bytes": largest, "shape": [largest // 512, 128]}
+        if holder is not None:
+            e["tensors"]["largest"]["holder"] = holder
+        return e
+
+    mib = 2**20
+    entries = [entry(5, 1 * mib, 12 * mib), entry(25, 1 * mib, 40 * mib)]
+    entries += [entry(100, 1 * mib, 90 * mib)]
+    entries += [entry(400, 8 * mib, 170 * mib, "eval.py:main:images")]
+    rec = record(entries, [leak("rss_bytes")])
+    # WHEN the culprit is attributed
+    (out,) = attribute(rec, rec.findings)
+    # THEN the batch is not blamed as one tensor that keeps growing
+    assert out.evidence.get("pattern") != "growing tensor", out.explanation
+    assert out.culprit is None or out.culprit.get("holder") != "eval.py:main:images"
+
+
 def test_censuses_taken_while_evaluating_between_epochs_count_on_the_step_axis() -> None:
     # GIVEN a training loop that evaluates between epochs: step censuses at steps 5 and 25
     # saw nothing, the censuses taken during the evaluations (no step, from the agent's

@@ -41,11 +41,15 @@ def growing_tensor(prof: Profile) -> Optional[Culprit]:
     # censuses are few and far apart: the tensor may have overtaken a bigger one that was
     # the largest before (a data tensor), so it shows as largest only lately; named at the
     # last census, bigger than before, while all tensor storage climbed census after census
+    # (and accounts for a good part of that climb: a batch of 8 MiB beside 150 MiB of kept
+    # embeddings is only the largest of the moment)
+    total = _total_tensor_bytes(prof)
     overtook = (
         len(sizes) >= 2
         and sizes[-1][0] > sizes[-2][0]
         and isinstance(sizes[-1][1].get("holder"), str)
-        and _climbing(_total_tensor_bytes(prof))
+        and _climbing(total)
+        and sizes[-1][0] >= OVERTOOK_SHARE * (total[-1] - total[0])
     )
     if not named or not (rising or overtook):
         return None
@@ -71,6 +75,7 @@ def growing_tensor(prof: Profile) -> Optional[Culprit]:
 
 
 MIN_GROWING_TENSOR_BYTES = 4 * 2**20
+OVERTOOK_SHARE = 0.25  # of the tensors' storage climb, for a tensor seen largest only lately
 
 
 def _total_tensor_bytes(prof: Profile) -> List[float]:

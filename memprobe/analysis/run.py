@@ -153,13 +153,14 @@ def judge_process(
     bounds = deque_bounds(process.census)
     carried = carried_in_census(process.census)
     kept = carried_in_census(process.census, min_kept=CARRIED_BACKS)
-    if accumulates(out, after_steps) or carried or climb > 0:
-        # something accumulates: memory that grows with it is less likely a random walk
-        # (half the clearance over its noise band) and, without steps, needs the short
-        # span only. A graph that outlived censuses in a row across optimizer steps: memory
-        # that climbs after the warm-up is that chain, not the first batches filling caches,
-        # so the clock it needs is the short one's half (1,500 steps of 3 ms: the allocator's
-        # free space absorbs the chain's first 800, leaving under two seconds of rise)
+    ended_stepless = axis == "time" and process.ended is not None  # its climb: no start-up
+    if accumulates(out, after_steps or ended_stepless) or carried or climb > 0:
+        # something accumulates: memory growing with it is less likely a random walk (half
+        # the clearance over its noise band) and, without steps, needs the short span only.
+        # A graph that outlived censuses in a row across optimizer steps: memory climbing
+        # after the warm-up is that chain, not the first batches filling caches, so it needs
+        # half the short clock (1,500 steps of 3 ms: the allocator's free space absorbs the
+        # chain's first 800, leaving under two seconds of rise)
         share = CARRIED_CLOCK if axis == "step" and kept else 1.0
         memory = replace(
             backed if axis == "time" else options,
@@ -196,7 +197,6 @@ def judge_process(
     handle = grown_handle(process.census)
     out = steady_needs_backing(out, kept, handle is not None and handle.backs)
     out = handle_backs(out, handle)
-
     fills = deque_fills(process.census, axis)
     out = fill_holds_back(out, fills, lambda name, x: judge(name, backed_if_counts(name), x))
     out = closed_figures_hold_back(out)

@@ -308,11 +308,8 @@ def _tensor_base() -> Any:
 
 
 def resolve(path: List[List[Any]], frames_by_key: Optional[Dict[Any, Any]] = None) -> Any:
-    """Follow a module- or frame-rooted path; None when it no longer leads anywhere.
-
-    ``frames_by_key`` (code key -> running frame), when given, saves looking the
-    frames up again for every path of one poll.
-    """
+    """Follow a module-, frame- or signal-rooted path; None when it no longer leads anywhere.
+    ``frames_by_key`` (code key -> running frame) saves looking the frames up per path."""
     if not path:
         return None
     if path[0][0] == "module":
@@ -329,6 +326,11 @@ def resolve(path: List[List[Any]], frames_by_key: Optional[Dict[Any, Any]] = Non
             return None
         frame, whose = found
         return follow(frames.read_local(frame, path[0][2], whose), path[1:])
+    if path[0][0] == "signal":  # a handler the target installed (see userroots.signal_roots)
+        from .userroots import signal_handler
+
+        handler = signal_handler(int(path[0][1]))
+        return follow(handler, path[1:]) if handler is not None else None
     return None
 
 

@@ -42,7 +42,7 @@ from .typeinfo import (
     thread_local_dicts,
     type_dict,
 )
-from .userroots import LIBS, USER, Start, frame_roots, modules
+from .userroots import LIBS, USER, Start, frame_roots, function_children, modules, signal_roots
 from .userroots import is_user_file as is_user_file
 from .userroots import is_user_module as is_user_module
 from .userroots import library_dirs as library_dirs
@@ -97,6 +97,7 @@ def _search(targets: Set[int], deadline: float) -> Dict[int, Dict[str, Any]]:
         for name, d in user_mods
     ]
     starts.extend(frame_roots())
+    starts.extend(signal_roots())
     for label, origin, items in starts:
         _walk_items(label, origin, items, USER_DEPTH, targets, found, seen, budget, deadline)
         if len(found) == len(targets):
@@ -156,6 +157,7 @@ def _find_matching(
         for name, d in user_mods
     ]
     starts.extend(frame_roots())
+    starts.extend(signal_roots())
     for label, origin, items in starts:
         level = [(v, [step]) for step, v in items]
         for d in range(depth):
@@ -360,22 +362,6 @@ def _thread_local_children(local: Any) -> List[Tuple[Step, Any]]:
     out: List[Tuple[Step, Any]] = []
     for i, per_thread in enumerate(thread_local_dicts(local)):
         out.extend((("tls", (i, k)), v) for k, v in _dict_items(per_thread) if isinstance(k, str))
-    return out
-
-
-def function_children(fn: types.FunctionType) -> List[Tuple[Step, Any]]:
-    """A function's closure cells (by the variable's name) and its default arguments."""
-    out: List[Tuple[Step, Any]] = []
-    code = fn.__code__
-    for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
-        try:
-            out.append((("closure", name), cell.cell_contents))
-        except ValueError:  # an empty cell
-            continue
-    defaults = fn.__defaults__ or ()
-    params = code.co_varnames[code.co_argcount - len(defaults) : code.co_argcount]
-    out.extend((("default", p), v) for p, v in zip(params, defaults))
-    out.extend((("default", k), v) for k, v in (fn.__kwdefaults__ or {}).items())
     return out
 
 

@@ -32,7 +32,7 @@ def rank(
     if items and set(items) <= _REGISTRY_ITEMS:
         return (NEVER, fresh, growth)
     path = r.get("path")
-    if (path and path[0][0] == "frame") or r.get("registry"):
+    if (path and path[0][0] in ("frame", "signal")) or r.get("registry"):
         # (a known registry of the standard library's: filled by the user's own calls)
         return (USER, fresh, growth)
     if path and path[0][0] == "module":

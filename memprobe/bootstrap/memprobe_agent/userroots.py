@@ -95,3 +95,55 @@ def frame_roots() -> List[Start]:
             items = frames.local_items(f, whose)
             out.append((label, origin, [(("local", k), v) for k, v in items]))
     return out
+
+
+def function_children(fn: types.FunctionType) -> List[Tuple[Step, Any]]:
+    """A function's closure cells (by the variable's name) and its default arguments."""
+    out: List[Tuple[Step, Any]] = []
+    code = fn.__code__
+    for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+        try:
+            out.append((("closure", name), cell.cell_contents))
+        except ValueError:  # an empty cell
+            continue
+    defaults = fn.__defaults__ or ()
+    params = code.co_varnames[code.co_argcount - len(defaults) : code.co_argcount]
+    out.extend((("default", p), v) for p, v in zip(params, defaults))
+    out.extend((("default", k), v) for k, v in (fn.__kwdefaults__ or {}).items())
+    return out
+
+
+def signal_roots() -> List[Start]:
+    """The Python functions installed as signal handlers (``signal.signal(SIGUSR1, dump)``):
+    the interpreter keeps them in a C table no referrer search reaches, and a handler that
+    closes over a job and chains to the one before it keeps every job it was made for.
+    Read with ``_signal.getsignal`` (a C getter), only where the target imported ``signal``."""
+    mod = sys.modules.get("signal")
+    if type(mod) is not types.ModuleType:
+        return []
+    out: List[Start] = []
+    for num, name in sorted(_signal_names(vars(mod)).items()):
+        handler = signal_handler(num)
+        if handler is not None and is_user_file(handler.__code__.co_filename):
+            label = f"signal.getsignal(signal.{name})"
+            out.append((label, ("signal", num), function_children(handler)))
+    return out
+
+
+def signal_handler(num: int) -> Optional[types.FunctionType]:
+    """The Python function handling signal ``num``, or None (``_signal.getsignal``: C)."""
+    getsignal = getattr(sys.modules.get("_signal"), "getsignal", None)
+    try:
+        handler = getsignal(num) if getsignal is not None else None
+    except (ValueError, OSError, TypeError):
+        return None
+    return handler if type(handler) is types.FunctionType else None
+
+
+def _signal_names(ns: Dict[str, Any]) -> Dict[int, str]:
+    """Signal number -> its name (``SIGUSR1``), from the module's own constants."""
+    out: Dict[int, str] = {}
+    for k, v in list(ns.items()):
+        if k.startswith("SIG") and not k.startswith(("SIG_", "SIGRT")) and isinstance(v, int):
+            out.setdefault(int(v), k)
+    return out
