@@ -534,6 +534,26 @@ def test_a_handle_on_memory_outside_python_that_grew_is_named() -> None:
     assert group_findings(heap, looked=[1], handles=grown_handles(record))[0].holder is None
 
 
+def test_a_buffer_that_explains_the_climb_is_named_beside_pythons_heap_growing() -> None:
+    # GIVEN memory climbing 350 MiB with Python's heap blocks growing beside it (records
+    # built in lists, then written), and spools the censuses saw grow by 311 MiB
+    spools = {"holder": "features.py:main:writer.spools", "type": "list of SpooledTemporaryFile"}
+    record = _native_record([[dict(spools, bytes=b * MIB)] for b in (16, 120, 327)])
+    found = [finding("uss_bytes", growth=350 * MIB), finding("py_alloc_blocks")]
+    out = group_findings(found, looked=[1], handles=grown_handles(record))
+    # THEN the spools are named, as memory outside Python's objects, without saying that
+    # nothing Python counts grows
+    f = out[0]
+    assert f.holder == "features.py:main:writer.spools"
+    assert "memory outside Python's objects" in f.explanation and "grew by 311.0 MiB" in (
+        f.explanation
+    )
+    assert "Nothing Python counts grows" not in f.explanation
+    # AND a buffer that rose by a tenth of the climb is not named for it
+    small = _native_record([[dict(spools, bytes=b * MIB)] for b in (16, 30, 51)])
+    assert group_findings(found, looked=[1], handles=grown_handles(small))[0].holder is None
+
+
 def test_a_profiler_recording_at_every_census_is_named_for_memory_outside_python() -> None:
     # GIVEN memory growing with nothing Python counts, and a torch profiler the censuses saw
     # recording at every one of four

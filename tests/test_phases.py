@@ -178,3 +178,39 @@ def test_a_steep_climb_before_any_step_waits_for_the_full_span() -> None:
     after = analyze(_two_phases(400, 6.0, 40.0))
     assert after.verdict == "leak"
     assert "after the last step" in after.verdicts[(7, "rss_bytes")].reason
+
+
+def test_the_censuses_pauses_are_taken_out_of_the_seconds() -> None:
+    from memprobe.analysis.phases import program_clock
+
+    # GIVEN a program without steps that registers 860 objects a second (a finalizer
+    # registry: wild_j/leak_finalize_bound_method) for 2.9 s of its own time, RSS rising
+    # with them, sampled every 0.05 s; a census 1 s in stops it for 0.3 s, during which
+    # nothing is sampled and nothing grows but the parent reads USS once
+    rng = np.random.default_rng(5)
+    own = np.arange(0.0, 2.9, 0.05)
+    wall = own + np.where(own > 1.0, 0.3, 0.0) + 4.0
+    count = 1000 + 860 * own + rng.normal(0, 2, len(own))
+    rss = 400 * MIB + 120 * MIB * own + rng.normal(0, 0.5 * MIB, len(own))
+    census: List[CensusEntry] = [{"t": 5.0, "duration_s": 0.3}]
+    none: List[Optional[int]] = [None] * len(own)
+    series = {
+        "rss_bytes": Series(step=list(none), t=wall.tolist(), value=rss.tolist()),
+        "container:weakref.finalize._registry:len": Series(
+            step=list(none), t=wall.tolist(), value=count.round().tolist()
+        ),
+        "uss_bytes": Series(step=[None], t=[5.2], value=[450 * MIB]),
+    }
+    proc = Process(pid=7, role="main", ended="exit", series=series, census=census)
+    # WHEN its times are put on its own clock
+    moved = program_clock(proc)
+    # THEN a time after the census loses its pause, a read during it lands at its start,
+    # and the census stays where it began
+    assert abs(moved.series["rss_bytes"].t[-1] - (wall[-1] - 0.3)) < 1e-9
+    assert moved.series["uss_bytes"].t == [5.0]
+    assert [c["t"] for c in moved.census] == [5.0]
+    # AND judged on it, the registry's climb is one straight line over the 2.9 s: a leak
+    # (on the wall clock the line steps sideways at the census, and the warm-up search cut
+    # the run there, leaving 1.6 s: too short)
+    result = analyze(_one_process(proc, "time"))
+    assert result.verdicts[(7, "container:weakref.finalize._registry:len")].verdict == "leak"

@@ -175,19 +175,23 @@ def _merge(
     retained = _retained(members, direct, sole)
     at_oom = _at_oom(lead, retained)
     text = _text(lead, named, members, retained)
-    native = native and named is None and _outside_python(members)
+    outside = native and named is None and _outside_python(members)
     culprit = named.culprit if named else lead.culprit
-    hint = HINT_NATIVE if native else None
-    if native:
+    hint = HINT_NATIVE if outside else None
+    if outside:
         text += " " + _OUTSIDE_PYTHON
-        if handle is not None:
-            text += " " + _handle_text(handle)
-            culprit = Culprit(
-                type=handle.type, holder=handle.holder, location=None, holds_autograd_graph=False
-            )
-            hint = {"rows": HINT_SQLITE, "recording": HINT_PROFILER}.get(
-                handle.unit, HINT_NATIVE_BUFFER
-            )
+    # the handle names memory outside Python's objects; one that explains the climb names
+    # it too where Python's own heap grows beside (spools of records written from lists)
+    growth = lead.evidence.get("growth")
+    explains = handle is not None and handle.explains(float(growth or 0.0)) and bool(growth)
+    if native and named is None and handle is not None and (outside or explains):
+        text += " " + _handle_text(handle, outside)
+        culprit = Culprit(
+            type=handle.type, holder=handle.holder, location=None, holds_autograd_graph=False
+        )
+        hint = {"rows": HINT_SQLITE, "recording": HINT_PROFILER}.get(
+            handle.unit, HINT_NATIVE_BUFFER
+        )
     merged = dataclasses.replace(
         lead,
         culprit=culprit,
@@ -215,13 +219,18 @@ _OUTSIDE_PYTHON = (
 )
 
 
-def _handle_text(handle: Handle) -> str:
+def _handle_text(handle: Handle, after_outside: bool = True) -> str:
+    """What the handle did; ``after_outside``: said after ``_OUTSIDE_PYTHON``."""
+    which = (
+        "Of the handles on such memory the program holds,"
+        if after_outside
+        else "Of the handles on memory outside Python's objects the program holds,"
+    )
     if handle.unit == "recording":
         return (
-            f"Of the handles on such memory the program holds, `{handle.holder}` (a "
-            f"{handle.type}) was recording at {handle.grown:.0f} censuses in a row, from the "
-            "first that saw it: a profiler keeps every op it records in its own buffers until "
-            "it is stopped."
+            f"{which} `{handle.holder}` (a {handle.type}) was recording at "
+            f"{handle.grown:.0f} censuses in a row, from the first that saw it: a profiler "
+            "keeps every op it records in its own buffers until it is stopped."
         )
     what = (
         f"changed {fmt_count(handle.grown)} rows"
@@ -229,9 +238,8 @@ def _handle_text(handle: Handle) -> str:
         else f"grew by {fmt_bytes(handle.grown)}"
     )
     return (
-        f"Of the handles on such memory the program holds, `{handle.holder}` "
-        f"(a {handle.type}) {what} between the first and the last of {handle.censuses} "
-        "censuses."
+        f"{which} `{handle.holder}` (a {handle.type}) {what} between the first and the last "
+        f"of {handle.censuses} censuses."
     )
 
 

@@ -46,6 +46,13 @@ class Handle:
         on (a connection's changed rows only say it was fed)."""
         return self.unit in _RANK
 
+    def explains(self, growth: float) -> bool:
+        """Whether it can be a memory climb of ``growth`` bytes: a profiler recording
+        throughout, or a buffer that rose by a quarter of it (``BUFFER_SHARE``) or more."""
+        return self.unit == "recording" or (
+            self.unit == "bytes" and self.grown >= BUFFER_SHARE * growth
+        )
+
 
 def grown_handles(record: RunRecord) -> Dict[int, Handle]:
     """pid -> the handle that grew most in that process (buffers first: their bytes are
@@ -127,7 +134,7 @@ def handle_backs(
     for name, v in verdicts.items():
         if not (v.family == "memory" and v.verdict == INCONCLUSIVE and v.substantial):
             continue
-        if best.unit == "bytes" and best.grown < BUFFER_SHARE * v.growth:
+        if not best.explains(v.growth):
             continue
         rate = fmt_rate(v.unit, "steps" if v.axis == "step" else "seconds")(v.slope)
         why = (

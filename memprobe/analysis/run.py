@@ -43,7 +43,7 @@ from memprobe.analysis.findings import fragmentation_finding, leak_finding
 from memprobe.analysis.judge import judge_series
 from memprobe.analysis.native import grown_handle, handle_backs
 from memprobe.analysis.options import DEFAULT_OPTIONS, DetectOptions
-from memprobe.analysis.phases import merge_tail, stepless_tail
+from memprobe.analysis.phases import merge_tail, program_clock, stepless_tail
 from memprobe.analysis.projection import project_oom
 from memprobe.analysis.series import family_of, prepare, step_clock, with_steps
 from memprobe.analysis.verdict import INCONCLUSIVE, LEAK, NO_LEAK, SignalVerdict
@@ -104,9 +104,9 @@ def judge_process(
 
     ``after_steps``: the process is the phase after a stepping process' last step (see
     phases.py): its model and imports were built long before, so a climbing tensor count
-    is something accumulating there too.
-    """
+    is something accumulating there too. Seconds are the program's own (program_clock)."""
     axis = process_axis(process)
+    process = program_clock(process) if axis == "time" else process  # censuses' pauses out
     clock = step_clock(process.series) if axis == "step" else None
     if axis == "time" and not after_steps:
         # no step yet: a steep climb may be start-up (see overwhelming_span_factor)
