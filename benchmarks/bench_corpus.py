@@ -71,8 +71,8 @@ FRESH = SAMPLES / "fresh"
 # more the same way in stop 30 ("wild_e" .. "wild_g"), two in stop 31 ("wild_h", "wild_i"),
 # one in stop 32 ("wild_j"), one in stop 33 ("wild_k"), one in stop 34 ("wild_l"), one in
 # stop 35 ("wild_m"), one in stop 36 ("wild_n"), two in stop 37 ("wild_o", and "wild_p"
-# of correct scripts only) and two in stop 38 ("wild_q", and "wild_r" of mostly correct
-# scripts), run before any change made for them
+# of correct scripts only), two in stop 38 ("wild_q", and "wild_r" of mostly correct
+# scripts) and two in stop 39 ("wild_s", "wild_t"), run before any change made for them
 CORPORA = {
     "sample": SAMPLES,
     "heldout": HELDOUT,
@@ -95,6 +95,8 @@ CORPORA = {
     "wild_p": SAMPLES / "wild_p",
     "wild_q": SAMPLES / "wild_q",
     "wild_r": SAMPLES / "wild_r",
+    "wild_s": SAMPLES / "wild_s",
+    "wild_t": SAMPLES / "wild_t",
 }
 N_CUTS = 40
 HEADER_LINES = 12
