@@ -53,3 +53,21 @@ def test_an_asyncio_program_busy_in_its_coroutines_gets_censuses(tmp_path: Path)
     assert len(main_process(record)["census"]) >= 3
     holders = [(f.get("culprit") or {}).get("holder") or "" for f in record["findings"]]
     assert any(h.endswith(("self.results", "service.results")) for h in holders), holders
+
+
+def test_a_program_whose_loop_runs_inside_a_generator_gets_censuses(tmp_path: Path) -> None:
+    # GIVEN a simulation whose cycles are computed inside a generator a ``for`` loop
+    # resumes (the main thread is inside a generator's frame nearly all the time), keeping
+    # every cycle's trace in a module-level list
+    out = tmp_path / "r.json"
+    proc = run_cli(
+        ["run", "--no-live", "-o", str(out), str(SCRIPTS / "generator_loop.py"), "6"],
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
+    record = load(out)
+    # THEN censuses were taken while it ran (none is put off for a generator a loop of
+    # Python code resumes), and the finding names the list
+    assert len(main_process(record)["census"]) >= 3
+    holders = [(f.get("culprit") or {}).get("holder") or "" for f in record["findings"]]
+    assert "__main__.TRACES" in holders, holders

@@ -1152,6 +1152,14 @@ def test_memory_rising_while_a_bounded_deque_fills_waits_for_the_fill() -> None:
             },
         ]
     assert analyze(many).verdict == "leak"
+    # AND so does a deque of numbers filling beside it (an alert log of (turbine, t,
+    # residual) records: wild_s/leak_frame_reader_buffer), whose items weigh nothing
+    scalars = _record({"rss_bytes": rss[:200]}, stride=10)
+    scalars.processes[0].census.extend(_replay_census([(25, 25), (100, 100), (400, 400)]))
+    for entry in scalars.processes[0].census:
+        box = cast(Dict[str, Any], entry["containers"][0])
+        box.update(scalar=True, elem_types=["tuple of numbers"])
+    assert analyze(scalars).verdict == "leak"
 
 
 def test_memory_rising_while_a_bounded_lru_cache_fills_waits_for_the_fill() -> None:
@@ -1311,6 +1319,28 @@ def test_a_tensor_count_held_back_keeps_backing_heap_blocks_as_a_growing_count_w
     regular = replace(steady, steady=False)
     out = corroborate({"py_alloc_blocks": blocks, "tensors:count": regular})
     assert out["py_alloc_blocks"].verdict == "inconclusive"
+
+
+def test_a_tensor_count_whose_items_grew_is_no_leak_while_memory_is_judged_flat() -> None:
+    from memprobe.analysis.evidence import corroborate
+    from memprobe.analysis.verdict import SignalVerdict
+
+    # GIVEN a tensor count rising +0.2 a step (one more exemplar set per new class) whose
+    # watched container's items grew by bytes that count over the run (the exemplar memory
+    # filled to its budget early on), and the process' memory judged flat over the window
+    kw: Dict[str, Any] = {"slope": 0.2, "ci_low": 0.18, "ci_high": 0.22, "growing": True}
+    tensors = SignalVerdict("leak", "count", "step", "object", "grows +0.2/step", 170, **kw)
+    flat = {
+        name: SignalVerdict("no_leak", "bytes", "step", "memory", "no growth", 94)
+        for name in ("rss_bytes", "uss_bytes", "pss_bytes")
+    }
+    out = corroborate({"tensors:count": tensors, **flat}, heavy_items=True)
+    # THEN the count alone is no leak
+    assert out["tensors:count"].verdict == "inconclusive"
+    # BUT while memory is not judged flat, the heavy items back it (as before)
+    rising = {n: replace(v, verdict="inconclusive") for n, v in flat.items()}
+    out = corroborate({"tensors:count": tensors, **rising}, heavy_items=True)
+    assert out["tensors:count"].verdict == "leak"
 
 
 def test_a_light_tensor_count_backs_no_heap_blocks_while_memory_is_judged_flat() -> None:

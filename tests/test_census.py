@@ -8,7 +8,7 @@ import time
 import types
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Tuple
 
 import pytest
 
@@ -1490,6 +1490,36 @@ def test_handles_on_memory_outside_python_are_listed_with_what_they_hold() -> No
     assert set(by_holder) == {"native_demo.store.conn", "native_demo.store.log"}
     # AND the next look reads the connection's rows again
     assert {h["holder"]: h for h in later}["native_demo.store.conn"]["rows_changed"] == 80
+
+
+def test_a_suspended_generators_buffers_are_listed_under_its_name() -> None:
+    # GIVEN a generator of the user's code keeping a growing bytearray and a string built
+    # with += in its locals, suspended, and reachable from no local a root walk reads (a
+    # ``for`` loop's iterator is on its running frame's stack: here, inside a list)
+    def reader() -> Iterator[int]:
+        buf = bytearray()
+        text = ""
+        for i in range(100):
+            buf += bytes(100_000)
+            text += "x" * 100_000
+            yield i
+
+    hidden = [reader()]
+    for _ in range(3):
+        next(hidden[0])
+    # WHEN a census' object pass hands its generators to the handle search
+    res = _take()
+    found = {h["holder"]: h for h in native.handles(time.perf_counter() + FAR, res["generators"])}
+    # THEN each buffer is listed as the generator's local, with what it holds
+    assert found["test_census.py:reader:buf"]["bytes"] >= 300_000
+    assert found["test_census.py:reader:buf"]["type"] == "bytearray"
+    assert found["test_census.py:reader:text"]["type"] == "str"
+    assert found["test_census.py:reader:text"]["bytes"] >= 300_000
+    # AND without the census' generators nothing reaches them
+    assert "test_census.py:reader:buf" not in {
+        h["holder"] for h in native.handles(time.perf_counter() + FAR)
+    }
+    hidden.clear()
 
 
 def test_a_spooled_temporary_file_is_listed_by_what_it_keeps_in_memory() -> None:

@@ -114,11 +114,16 @@ def corroborate(
     """
     out = dict(verdicts)
     tensors = verdicts.get(TENSOR_COUNT)
+    memory = [v for n, v in verdicts.items() if n in _MEMORY_LABELS]  # the process' own
+    flat = bool(memory) and all(v.verdict == NO_LEAK for v in memory)
     if (
         tensors is not None
         and tensors.verdict == LEAK
         and not graphs_carried  # the census saw them hold a graph carried across steps
-        and not heavy_items  # a watched container's items grow by bytes that count
+        # a watched container's items grow by bytes that count, unless the process' memory
+        # is judged flat over the window: they grew before it (an exemplar memory filled
+        # to its budget, then one more small set per class: wild_s/ok_icarl_exemplar_budget)
+        and not (heavy_items and not flat)
         and not _heavy_tensors(verdicts)
     ):
         out[TENSOR_COUNT] = tensors = replace(
@@ -133,12 +138,7 @@ def corroborate(
     # a tensor count merely growing backs no heap count when the tensors are light and the
     # process' memory is judged flat: a count of tensors in flight that drifts up by a few
     # (an attack's iterates, read at random moments of its loop) is no memory that grows
-    memory = [v for n, v in verdicts.items() if n in _MEMORY_LABELS]  # the process' own
-    light = (
-        bool(memory)
-        and all(v.verdict == NO_LEAK for v in memory)
-        and not (graphs_carried or heavy_items or _heavy_tensors(verdicts))
-    )
+    light = flat and not (graphs_carried or heavy_items or _heavy_tensors(verdicts))
     for name, v in verdicts.items():
         if v.verdict != LEAK or v.family != "heap":
             continue

@@ -31,17 +31,20 @@ class DequeFill:
     last census (``length`` of ``maxlen``) and where on the axis it is full (``full_x``:
     between the last look that saw it short of full and the first that saw it full, at the
     pace it filled at where that is known, else projected at that pace; None when it did
-    not gain between two looks)."""
+    not gain between two looks). ``scalar``: its items are numbers or small records of
+    numbers (an alert log of ``(turbine, t, residual)``), which hold up no memory."""
 
     holder: str
     maxlen: int
     length: int
     full_x: Optional[float]
+    scalar: bool = False
 
 
 def deque_fills(census: Sequence[Mapping[str, Any]], axis: str) -> List[DequeFill]:
     """Every bounded deque seen short of full at some census, with where it fills up."""
     seen: Dict[str, List[Tuple[float, int, int]]] = {}
+    scalar: Dict[str, bool] = {}
     for entry in census:
         x = entry.get("step" if axis == "step" else "t") if isinstance(entry, dict) else None
         boxes = entry.get("containers") if isinstance(entry, dict) else None
@@ -53,9 +56,10 @@ def deque_fills(census: Sequence[Mapping[str, Any]], axis: str) -> List[DequeFil
             length, bound = box.get("len"), box.get("maxlen")
             if isinstance(length, int) and isinstance(bound, int) and bound > 0:
                 seen.setdefault(box["holder"], []).append((float(x), length, bound))
+                scalar[box["holder"]] = box.get("scalar") is True
     grew = _grown_holders(census)
     return [
-        f
+        replace(f, scalar=scalar[f.holder])
         for f in (_fill(h, pts) for h, pts in seen.items() if not _inside_one_of(h, grew))
         if f is not None
     ]
@@ -133,15 +137,19 @@ def fill_holds_back(
     A leak of one of them is judged again from where the last deque filled
     (``judge_from(name, x)``: the series from x on). Where that is past the series' end
     (still filling) it is inconclusive, waiting for the fill; once full, the series after
-    the fill decides alone."""
-    dated = [(f.full_x, f) for f in fills if f.full_x is not None]
-    if not dated or _grows_elsewhere(verdicts):
+    the fill decides alone. A deque of numbers holds back only the heap blocks: its
+    items weigh nothing of the memory."""
+    if _grows_elsewhere(verdicts):
         return verdicts
-    full_x, fill = max(dated, key=lambda pair: pair[0])
     out = dict(verdicts)
     for name, v in verdicts.items():
         if not _may_wait(name, v, (TENSOR_COUNT,)):
             continue
+        dated = [(f.full_x, f) for f in fills if f.full_x is not None]
+        dated = [d for d in dated if name == BLOCKS or not d[1].scalar]
+        if not dated:
+            continue
+        full_x, fill = max(dated, key=lambda pair: pair[0])
         end = v.x_end if v.x_end is not None else float("inf")
         again = judge_from(name, full_x) if full_x < end else None
         if again is None:

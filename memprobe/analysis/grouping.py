@@ -25,7 +25,13 @@ import re
 from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 
 from memprobe.analysis.findings import rate_text_of
-from memprobe.analysis.hints import HINT_NATIVE, HINT_NATIVE_BUFFER, HINT_PROFILER, HINT_SQLITE
+from memprobe.analysis.hints import (
+    HINT_NATIVE,
+    HINT_NATIVE_BUFFER,
+    HINT_PROFILER,
+    HINT_SQLITE,
+    HINT_STRING,
+)
 from memprobe.analysis.native import Handle
 from memprobe.analysis.series import container_holder, family_of
 from memprobe.analysis.siblings import Family, family_bytes, join_siblings, name_family
@@ -190,7 +196,7 @@ def _merge(
             type=handle.type, holder=handle.holder, location=None, holds_autograd_graph=False
         )
         hint = {"rows": HINT_SQLITE, "recording": HINT_PROFILER}.get(
-            handle.unit, HINT_NATIVE_BUFFER
+            handle.unit, HINT_STRING if handle.type in ("str", "bytes") else HINT_NATIVE_BUFFER
         )
     merged = dataclasses.replace(
         lead,

@@ -152,6 +152,10 @@ HINT_NATIVE_BUFFER = (
     "a buffer grown in place keeps everything written to it: `del buf[:n]` / a fresh "
     "`io.BytesIO()` once what it holds is used, or write to a file"
 )
+HINT_STRING = (
+    "a string built with `+=` keeps every piece added to it: write each piece out as it "
+    'comes (a file, a logger) or start it empty again once it is used (`text = ""`)'
+)
 HINT_PROFILER = (
     "a torch profiler keeps every op it records until it is stopped: stop it once the steps "
     "you want are recorded (`prof.stop()`, or its `with` block), or give it a "

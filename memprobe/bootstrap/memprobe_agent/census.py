@@ -19,15 +19,18 @@ import itertools
 import sys
 import time
 import weakref
+from types import GeneratorType
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 from . import graphs, sizes
 from .cheap import frozen_count
 from .containertypes import CONTAINER_TYPES, container_subclasses
 from .typeinfo import Kinds, is_heap_type, loaded_class, type_name
+from .userroots import user_generators
 
 TOP_TYPES = 15  # types listed in the payload by count (plus the watched ones)
 _WRAPPER = "autograd node wrapper"  # a route of the object pass, no kind of the payload
+_GENERATOR = "generator"  # likewise
 
 _LIVE_GROUP = {"tensor": "tensors:count", "module": "modules:count", "figure": "figures:count"}
 
@@ -48,7 +51,8 @@ def take(
     of tensors, modules, figures and the types named in ``want``; empty on a sampled heap).
 
     ``containers`` holds the target's containers of at least ``min_len`` items for
-    the holder tracker; the caller must drop it before the census returns control.
+    the holder tracker; the caller must drop it before the census returns control, and
+    ``generators`` (the target's suspended generators) likewise.
     ``samples`` likewise: for each type named in ``sample_of``, a few of its instances
     (the youngest and the oldest: see ``_samples``).
     ``name`` (ids of the tensors that hold a graph -> the holder a person knows them
@@ -73,6 +77,7 @@ def take(
     # framework's census)
     route: Dict[type, str] = dict(kinds.of)
     route.update(dict.fromkeys(graphs.node_types().intersection(counts), _WRAPPER))
+    route[GeneratorType] = _GENERATOR  # roots for the handles (userroots.py)
     # containers: the builtin ones and their subclasses that read as they do (a Counter)
     cont_types = CONTAINER_TYPES.union(container_subclasses(counts))
     wanted = set(route) | cont_types
@@ -86,6 +91,7 @@ def take(
         by_kind[route[type(obj)]].append(obj)
     del picked, picked_classes
     wrappers = by_kind.pop(_WRAPPER, [])
+    generators = user_generators(by_kind.pop(_GENERATOR, []))
     live_wrappers = set(map(id, wrappers))
     big = list(itertools.compress(conts, map(min_len.__le__, map(len, conts))))
     del conts
@@ -192,6 +198,7 @@ def take(
         "wrappers": wrappers_by_id,
         "live": live,
         "samples": samples,
+        "generators": generators,
     }
 
 

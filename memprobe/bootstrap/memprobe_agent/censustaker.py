@@ -181,7 +181,9 @@ class CensusTaker:
         holder_deadline = time.perf_counter() + self.deadline_s / 4
         t_hold = time.perf_counter()
         self.graph_holders.name(res, v, self.prev_v, payload, holder_deadline)
-        found = native.handles(holder_deadline)
+        gens = res.pop("generators", [])
+        found = native.handles(holder_deadline, gens)
+        gens.clear()
         if found:
             payload["native"] = found
         for obj in roots.untracked_containers(

@@ -1,7 +1,8 @@
 """Handles on memory outside Python's objects, among the user's roots.
 
 An in-memory SQLite database keeps its rows in SQLite's own allocator; a ``bytearray``
-or an ``io.BytesIO`` grows its one buffer in place. Neither shows in any count of
+or an ``io.BytesIO`` grows its one buffer in place, a ``str`` built with ``+=`` is one
+object rebuilt longer. Neither shows in any count of
 objects: when memory grows and nothing Python counts grows with it, these are what a
 person would look at. Each census lists the ones the user's roots lead to, with one
 number that grows with what they hold: a connection's ``total_changes`` (rows inserted,
@@ -17,10 +18,11 @@ from __future__ import annotations
 
 import io
 import sys
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 from . import roots
 from .census import qualified
+from .userroots import generator_roots
 
 MAX_HANDLES = 8
 MIN_BUFFER = 64 * 1024  # a bytearray this long or longer: a buffer, not a small field
@@ -28,9 +30,9 @@ MAX_BUFFERS = 256  # a list or tuple of buffers this long at most is listed as o
 DEPTH = 3  # locals and globals, two levels below (``main:store.conn``, ``self.db.conn``)
 
 
-def handles(deadline: float) -> List[Dict[str, Any]]:
+def handles(deadline: float, generators: Sequence[Any] = ()) -> List[Dict[str, Any]]:
     """[{holder, type, rows_changed | bytes | recording}] of the handles the user's roots
-    lead to."""
+    lead to, and the locals of the suspended ``generators`` (the census found them)."""
     sqlite = sys.modules.get("sqlite3")
     conn_type = getattr(sqlite, "Connection", None) if sqlite is not None else None
     profilers = _profiler_types()
@@ -41,7 +43,7 @@ def handles(deadline: float) -> List[Dict[str, Any]]:
 
     def native(value: Any) -> bool:
         cls = type(value)
-        if cls is bytearray:
+        if cls in (bytearray, str, bytes):  # grown in place, or rebuilt longer (``s += line``)
             return len(value) >= MIN_BUFFER
         if profilers and issubclass(cls, profilers):
             return True
@@ -54,7 +56,10 @@ def handles(deadline: float) -> List[Dict[str, Any]]:
 
     out: List[Dict[str, Any]] = []
     obj: Any = None
-    for holder, obj in roots.find_matching(native, deadline, limit=MAX_HANDLES, depth=DEPTH):
+    extra = generator_roots(list(generators))
+    found = roots.find_matching(native, deadline, MAX_HANDLES, DEPTH, extra)
+    del extra
+    for holder, obj in found:
         cls = type(obj)
         entry: Dict[str, Any] = {"holder": holder, "type": qualified(obj)}
         try:
@@ -71,6 +76,7 @@ def handles(deadline: float) -> List[Dict[str, Any]]:
             continue
         out.append(entry)
     obj = None
+    found.clear()
     return out
 
 

@@ -26,7 +26,7 @@ import gc
 import time
 import types
 import weakref
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from . import frames
 from .containertypes import CONTAINER_TYPES, DICT_TYPES
@@ -130,7 +130,11 @@ def _search(targets: Set[int], deadline: float) -> Dict[int, Dict[str, Any]]:
 
 
 def find_matching(
-    match: Callable[[Any], bool], deadline: float, limit: int = 20, depth: int = 2
+    match: Callable[[Any], bool],
+    deadline: float,
+    limit: int = 20,
+    depth: int = 2,
+    extra: Sequence[Start] = (),
 ) -> List[Tuple[str, Any]]:
     """(holder, object) for what ``match`` accepts among the user's roots, down to ``depth``
     (locals, globals and one level below: ``hidden``, ``self.state``, ``model.memory``).
@@ -138,16 +142,17 @@ def find_matching(
     What the census counted may have moved on by the time it names things: in a loop
     that runs while a background census works, ``hidden`` is a new tensor every step.
     This looks at the roots as they are now. ``match`` sees only values a walk reaches
-    and must be cheap and side-effect free (``type()`` checks, C getters).
+    and must be cheap and side-effect free (``type()`` checks, C getters). ``extra``: more
+    roots, walked last (suspended generators the census found: ``userroots.generator_roots``).
     """
     try:
-        return _find_matching(match, deadline, limit, depth)
+        return _find_matching(match, deadline, limit, depth, extra)
     finally:
         _ATOMIC.clear()
 
 
 def _find_matching(
-    match: Callable[[Any], bool], deadline: float, limit: int, depth: int
+    match: Callable[[Any], bool], deadline: float, limit: int, depth: int, extra: Sequence[Start]
 ) -> List[Tuple[str, Any]]:
     out: List[Tuple[str, Any]] = []
     seen: Set[int] = set()
@@ -158,6 +163,7 @@ def _find_matching(
     ]
     starts.extend(frame_roots())
     starts.extend(signal_roots())
+    starts.extend(extra)  # after the named roots: what they reach is named by them first
     for label, origin, items in starts:
         level = [(v, [step]) for step, v in items]
         for d in range(depth):

@@ -147,3 +147,36 @@ def _signal_names(ns: Dict[str, Any]) -> Dict[int, str]:
         if k.startswith("SIG") and not k.startswith(("SIG_", "SIGRT")) and isinstance(v, int):
             out.setdefault(int(v), k)
     return out
+
+
+MAX_GENERATORS = 64  # suspended generators of the target's code made roots, per census
+
+
+def user_generators(gens: List[Any]) -> List[Any]:
+    """Of the generator objects the census' object pass found, the suspended ones of the
+    target's own code (at most ``MAX_GENERATORS``)."""
+    out: List[Any] = []
+    for gen in gens:
+        if gen.gi_frame is not None and not gen.gi_running:
+            if is_user_file(gen.gi_code.co_filename):
+                out.append(gen)
+                if len(out) >= MAX_GENERATORS:
+                    break
+    return out
+
+
+def generator_roots(gens: List[Any]) -> List[Start]:
+    """Suspended generators as roots, named ``file:function`` with their locals below
+    (``reader.py:iter_frames:buf``): a generator a ``for`` loop iterates is on the running
+    frame's stack, which no local names and no referrer search can read (3.11 visits a
+    running frame's stack for nothing), so what its locals keep is out of every other
+    root's reach."""
+    out: List[Start] = []
+    for gen in gens:
+        code, frame = gen.gi_code, gen.gi_frame
+        if frame is None:
+            continue
+        label = f"{os.path.basename(code.co_filename)}:{code.co_name}"
+        items = frames.local_items(frame, frames.generator_whose(gen))
+        out.append((label, None, [(("genlocal", k), v) for k, v in items]))
+    return out
