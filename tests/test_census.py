@@ -160,6 +160,63 @@ def test_census_and_holders_run_no_target_code() -> None:
     assert Tripwire.touched == []
 
 
+def test_an_object_kept_by_its_bound_method_in_a_registry_is_named_through_it() -> None:
+    # GIVEN jobs whose bound methods are registered in a module's list of callbacks (as
+    # ``gc.callbacks.append(self._on_gc)``), kept by nothing else
+    class Job:
+        def __init__(self) -> None:
+            self.rows = [bytes(100) for _ in range(5)]
+
+        def on_event(self, phase: str, info: Dict[str, Any]) -> None:
+            pass
+
+    mod = types.ModuleType("registry_demo")
+    mod.callbacks = [Job().on_event for _ in range(3)]  # type: ignore[attr-defined]
+    sys.modules["registry_demo"] = mod
+    try:
+        jobs = [cb.__self__ for cb in mod.callbacks]  # type: ignore[attr-defined]
+        found = holders.find_holders(jobs[-1:], time.perf_counter() + FAR, {id(jobs)})
+    finally:
+        del sys.modules["registry_demo"]
+    # THEN the job is named through the registry and the method's object
+    assert found[0]["holder"] == "registry_demo.callbacks[2].__self__", found
+
+
+def test_a_list_a_partials_function_closes_over_is_named_through_the_partial() -> None:
+    import functools
+
+    # GIVEN a trainer whose loss is a functools.partial with a function among its keywords,
+    # and that function a closure over a list it appends to
+    def make_window() -> Callable[[int], None]:
+        feats: List[int] = []
+
+        def window_fn(x: int) -> None:
+            feats.append(x)
+
+        return window_fn
+
+    def loss(x: int, window_fn: Callable[[int], None]) -> None:
+        window_fn(x)
+
+    class Trainer:
+        def __init__(self) -> None:
+            self.loss_fn = functools.partial(loss, window_fn=make_window())
+
+    mod: Any = types.ModuleType("partial_demo")
+    mod.__file__ = "/srv/project/partial_demo.py"
+    mod.trainer = Trainer()
+    for i in range(10):
+        mod.trainer.loss_fn(i)
+    fid = id(mod.trainer.loss_fn.keywords["window_fn"].__closure__[0].cell_contents)
+    sys.modules["partial_demo"] = mod
+    try:
+        found = roots.search({fid}, time.perf_counter() + FAR)
+    finally:
+        del sys.modules["partial_demo"]
+    # THEN it is named down the partial's keywords and the closure's variable
+    assert found[fid]["holder"] == "partial_demo.trainer.loss_fn.keywords['window_fn']:feats"
+
+
 def test_holder_paths_from_recognisable_roots() -> None:
     # GIVEN a module global, an attribute of a module-level object, a class attribute
     mod = types.ModuleType("holders_demo")

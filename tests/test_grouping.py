@@ -552,6 +552,12 @@ def test_a_buffer_that_explains_the_climb_is_named_beside_pythons_heap_growing()
     # AND a buffer that rose by a tenth of the climb is not named for it
     small = _native_record([[dict(spools, bytes=b * MIB)] for b in (16, 30, 51)])
     assert group_findings(found, looked=[1], handles=grown_handles(small))[0].holder is None
+    # AND where only a type with no holder was seen growing beside (tuples), the buffer that
+    # explains the climb is the culprit, with its own hint
+    typed = [finding("rss_bytes", growth=350 * MIB), finding("objects:tuple", type_="tuple")]
+    (f,) = group_findings(typed, looked=[1], handles=grown_handles(record))
+    assert f.holder == "features.py:main:writer.spools"
+    assert f.fix_hint is not None and "buffer" in f.fix_hint
 
 
 def test_a_profiler_recording_at_every_census_is_named_for_memory_outside_python() -> None:

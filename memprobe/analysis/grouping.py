@@ -87,19 +87,23 @@ def group_findings(
             groups[0].extend(f for g in typed.values() for f in g)
             groups[0].extend(loose)
             typed, loose = {}, []
-        elif not named and typed:
-            # no holder named: one culprit, led by its most specific pattern
-            merged = sorted((f for g in typed.values() for f in g), key=_pattern_rank)
-            groups.append(merged + loose)
+        pid = members[0].pid
+        handle = (handles or {}).get(pid) if pid is not None and pid in seen else None
+        typed_only: Optional[List[Finding]] = None
+        if not named and typed:
+            # no holder named: one culprit, led by its most specific pattern (a handle that
+            # explains the climb names it: a bare type is no holder)
+            typed_only = sorted((f for g in typed.values() for f in g), key=_pattern_rank)
+            groups.append(typed_only + loose)
             typed, loose = {}, []
         groups.extend(typed.values())
         sole = len(groups) == 1
         of = {id(named[h]): fam for h, fam in families.items() if h in named}
-        out.extend(_merge(g, sole, of.get(id(g))) for g in groups)
+        for g in groups:
+            on_own = typed_only is not None and g[0] is typed_only[0] and sole
+            out.append(_merge(g, sole, of.get(id(g)), native=on_own, handle=handle))
         if loose:
-            pid = members[0].pid
             native = not groups and pid in seen
-            handle = (handles or {}).get(pid) if native and pid is not None else None
             out.append(_merge(loose, not groups, native=native, handle=handle))
     return out + rest
 
@@ -180,17 +184,22 @@ def _merge(
     )
     retained = _retained(members, direct, sole)
     at_oom = _at_oom(lead, retained)
-    text = _text(lead, named, members, retained)
     outside = native and named is None and _outside_python(members)
+    # the handle names memory outside Python's objects; one that explains the climb names
+    # it too where Python's own heap grows beside (spools of records written from lists),
+    # or where only a type without a holder was seen growing (that type is then no culprit)
+    growth = lead.evidence.get("growth")
+    explains = handle is not None and handle.explains(float(growth or 0.0)) and bool(growth)
+    unnamed = named is None or named.culprit is None or not named.culprit.get("holder")
+    by_handle = native and unnamed and handle is not None and (outside or explains)
+    if by_handle:
+        named = None
+    text = _text(lead, named, members, retained)
     culprit = named.culprit if named else lead.culprit
     hint = HINT_NATIVE if outside else None
     if outside:
         text += " " + _OUTSIDE_PYTHON
-    # the handle names memory outside Python's objects; one that explains the climb names
-    # it too where Python's own heap grows beside (spools of records written from lists)
-    growth = lead.evidence.get("growth")
-    explains = handle is not None and handle.explains(float(growth or 0.0)) and bool(growth)
-    if native and named is None and handle is not None and (outside or explains):
+    if by_handle and handle is not None:
         text += " " + _handle_text(handle, outside)
         culprit = Culprit(
             type=handle.type, holder=handle.holder, location=None, holds_autograd_graph=False
@@ -201,7 +210,10 @@ def _merge(
     merged = dataclasses.replace(
         lead,
         culprit=culprit,
-        fix_hint=(named.fix_hint if named else None) or lead.fix_hint or hint,
+        fix_hint=(hint if by_handle else None)
+        or (named.fix_hint if named else None)
+        or lead.fix_hint
+        or hint,
         confidence=max(f.confidence for f in members),
         evidence=evidence,
         explanation=text,

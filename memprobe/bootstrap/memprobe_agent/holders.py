@@ -37,10 +37,10 @@ MAX_DEPTH = 7
 MAX_WIDTH = 40
 _DICTS = (dict, collections.OrderedDict, collections.defaultdict)
 _SEQS = (list, tuple, collections.deque)
-# functions, methods, cells, code: a holder path through a closure is not one a person reads
+# functions, cells, code: a holder path through a closure is not one a person reads (a bound
+# method's object is: ``gc.callbacks[3].__self__``)
 _SKIP = (
     types.FunctionType,
-    types.MethodType,
     types.CodeType,
     getattr(types, "CellType", types.FunctionType),
 )
@@ -50,22 +50,11 @@ _SKIP = (
 # a ``threading.local`` in the i-th thread that set one (see thread_local_dicts)
 # | ("cvdefault", None): a ``contextvars.ContextVar``'s default (see cvar_default)
 # | ("cycled", None): what an ``itertools.cycle`` saved of its first pass (see cycle_saved)
+# | ("self", None): a bound method's object
 Step = Tuple[str, Any]
 # steps that lead to the same object again later (positions in a sequence do not)
 FOLLOWABLE = frozenset(
-    [
-        "key",
-        "attr",
-        "dictof",
-        "closure",
-        "default",
-        "genlocal",
-        "classattr",
-        "lrucache",
-        "tls",
-        "cvdefault",
-        "cycled",
-    ]
+    "key attr dictof closure default genlocal classattr lrucache tls cvdefault cycled".split()
 )
 # hook dicts a tensor keeps in C (``register_hook`` adds to them), read through the C getters
 # of torch's TensorBase: no Python code of the target runs
@@ -178,6 +167,8 @@ def _render(root: str, steps: List[Step]) -> Tuple[str, List[str]]:
             part = "(default=…)"  # as it was made: ContextVar("trace", default=[])
         elif kind == "cycled":
             part = ".<cycle saved>"  # what itertools.cycle(...) keeps of its first pass
+        elif kind == "self":
+            part = ".__self__"  # the object of a bound method
         elif kind == "lrucache":
             part = ".<lru_cache>"
         elif kind == "lruitem":
@@ -238,6 +229,8 @@ def _step(ref: Any, child: Any) -> Optional[Step]:
             if item is child:
                 return ("index", i)
         return ("index", "?")
+    if cls is types.MethodType:
+        return ("self", None) if ref.__self__ is child else None
     if cls in _SKIP:
         return None
     if cls is set or cls is frozenset:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import _thread
 import collections
 import contextvars
+import functools
 import gc
 import time
 import types
@@ -334,6 +335,9 @@ def _children(value: Any) -> List[Tuple[Step, Any]]:
             return []
     if cls is types.FunctionType:
         return function_children(value)
+    if cls is functools.partial:  # its C members (``trainer.loss_fn.keywords['window']``)
+        parts = (("func", value.func), ("args", value.args), ("keywords", value.keywords))
+        return [(("attr", k), v) for k, v in parts]
     if cls is types.GeneratorType:
         frame = value.gi_frame
         if frame is None:
