@@ -174,7 +174,7 @@ def test_an_object_kept_by_its_bound_method_in_a_registry_is_named_through_it() 
     mod.callbacks = [Job().on_event for _ in range(3)]  # type: ignore[attr-defined]
     sys.modules["registry_demo"] = mod
     try:
-        jobs = [cb.__self__ for cb in mod.callbacks]  # type: ignore[attr-defined]
+        jobs = [cb.__self__ for cb in mod.callbacks]
         found = holders.find_holders(jobs[-1:], time.perf_counter() + FAR, {id(jobs)})
     finally:
         del sys.modules["registry_demo"]

@@ -634,22 +634,24 @@ def test_the_first_forward_graph_is_no_graph_carried_across_steps() -> None:
     assert out.evidence.get("pattern") != "graph carried across steps", out.evidence
 
 
+def _largest_at(step: int, largest: int, total: int, holder: Optional[str] = None) -> Any:
+    """A census whose largest tensor is ``largest`` bytes (named ``holder``) among ``total``."""
+    e = census(step)
+    e["tensors"]["bytes_by_device"] = {"cpu": total}
+    e["tensors"]["largest"] = {"bytes": largest, "shape": [largest // 512, 128]}
+    if holder is not None:
+        e["tensors"]["largest"]["holder"] = holder
+    return e
+
+
 def test_a_growing_tensor_that_overtook_a_bigger_one_is_named() -> None:
     # GIVEN a memory bank grown with torch.cat, smaller than the data tensor at the first
     # censuses and the largest only at the last one (named there), while tensor storage
     # climbed at every census
-    def entry(step: int, largest: int, total: int, holder: Optional[str] = None) -> Dict[str, Any]:
-        e = census(step)
-        e["tensors"]["bytes_by_device"] = {"cpu": total}
-        e["tensors"]["largest"] = {"bytes": largest, "shape": [largest // 512, 128]}
-        if holder is not None:
-            e["tensors"]["largest"]["holder"] = holder
-        return e
-
     mib = 2**20
     bank = "train.py:main:criterion._buffers['bank']"
-    entries = [entry(5, 10 * mib, 32 * mib), entry(25, 10 * mib, 33 * mib)]
-    entries += [entry(100, 10 * mib, 37 * mib), entry(400, 20 * mib, 52 * mib, bank)]
+    entries = [_largest_at(5, 10 * mib, 32 * mib), _largest_at(25, 10 * mib, 33 * mib)]
+    entries += [_largest_at(100, 10 * mib, 37 * mib), _largest_at(400, 20 * mib, 52 * mib, bank)]
     rec = record(entries, [leak("rss_bytes")])
     # WHEN the culprit is attributed
     (out,) = attribute(rec, rec.findings)
@@ -662,18 +664,10 @@ def test_a_batch_that_is_the_largest_tensor_only_lately_is_no_growing_tensor() -
     # GIVEN an evaluation keeping many small embeddings (storage 12 -> 170 MiB over the
     # censuses), whose last census caught a batch of activations (8 MiB, named by its loop
     # variable) as the largest tensor, bigger than the weights seen largest before
-    def entry(step: int, largest: int, total: int, holder: Optional[str] = None) -> Dict[str, Any]:
-        e = census(step)
-        e["tensors"]["bytes_by_device"] = {"cpu": total}
-        e["tensors"]["largest"] = {"bytes": largest, "shape": [largest // 512, 128]}
-        if holder is not None:
-            e["tensors"]["largest"]["holder"] = holder
-        return e
-
     mib = 2**20
-    entries = [entry(5, 1 * mib, 12 * mib), entry(25, 1 * mib, 40 * mib)]
-    entries += [entry(100, 1 * mib, 90 * mib)]
-    entries += [entry(400, 8 * mib, 170 * mib, "eval.py:main:images")]
+    entries = [_largest_at(5, 1 * mib, 12 * mib), _largest_at(25, 1 * mib, 40 * mib)]
+    entries += [_largest_at(100, 1 * mib, 90 * mib)]
+    entries += [_largest_at(400, 8 * mib, 170 * mib, "eval.py:main:images")]
     rec = record(entries, [leak("rss_bytes")])
     # WHEN the culprit is attributed
     (out,) = attribute(rec, rec.findings)
