@@ -24,7 +24,7 @@ from . import roots
 from .census import qualified
 from .userroots import generator_roots
 
-MAX_HANDLES = 8
+MAX_HANDLES = 16  # (big constant strings among them: a loaded text, a vocabulary)
 MIN_BUFFER = 64 * 1024  # a bytearray this long or longer: a buffer, not a small field
 MAX_BUFFERS = 256  # a list or tuple of buffers this long at most is listed as one handle
 DEPTH = 3  # locals and globals, two levels below (``main:store.conn``, ``self.db.conn``)
