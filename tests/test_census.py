@@ -217,6 +217,21 @@ def test_a_list_a_partials_function_closes_over_is_named_through_the_partial() -
     assert found[fid]["holder"] == "partial_demo.trainer.loss_fn.keywords['window_fn']:feats"
 
 
+def test_a_list_of_bound_methods_is_a_list_of_their_objects() -> None:
+    from memprobe.bootstrap.memprobe_agent.containertypes import elem_types
+    from memprobe.bootstrap.memprobe_agent.typeinfo import type_name
+
+    # GIVEN a registry of callbacks that are bound methods of jobs
+    class Job:
+        def on_event(self) -> None:
+            pass
+
+    callbacks = [Job().on_event for _ in range(3)]
+    # THEN its items are the jobs the methods keep, by their type
+    assert elem_types(callbacks) == [type_name(Job)]
+    assert type_name(Job).endswith(".Job")
+
+
 def test_holder_paths_from_recognisable_roots() -> None:
     # GIVEN a module global, an attribute of a module-level object, a class attribute
     mod = types.ModuleType("holders_demo")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import collections
 import itertools
 import sys
+import types
 from typing import Any, List, Optional, Set
 
 from . import wire
@@ -57,7 +58,7 @@ def elem_types(container: Any, limit: int = 3, keys: bool = False) -> List[str]:
     ``keys``: a dict's last few keys instead, none for any other container (a dict keyed by
     text or tuples holds its keys' bytes as it grows, whatever its values are: a cache keyed
     by each input's text, the ``__warningregistry__`` that ``warnings`` fills with every
-    distinct message)."""
+    distinct message). A bound method counts as its object's type: it keeps that object."""
     cls = container_base(type(container))
     try:
         if keys and cls not in DICT_TYPES:
@@ -77,6 +78,8 @@ def elem_types(container: Any, limit: int = 3, keys: bool = False) -> List[str]:
         return []
     out: List[str] = []
     for item in items:
+        if type(item) is types.MethodType:  # a bound method keeps its object: named by it
+            item = item.__self__  # (``gc.callbacks`` of ``job._on_gc``: ShardJob)
         name = wire.NUMBER_TUPLE if not keys and _numbers(item) else type_name(type(item))
         if name not in out:
             out.append(name)
