@@ -1579,9 +1579,16 @@ def test_a_suspended_generators_buffers_are_listed_under_its_name() -> None:
     hidden = [reader()]
     for _ in range(3):
         next(hidden[0])
-    # WHEN a census' object pass hands its generators to the handle search
+    # WHEN a census' object pass hands its generators to the handle search (as the census
+    # taker does, for the census' length)
+    from memprobe.bootstrap.memprobe_agent.userroots import CENSUS_SUSPENDED
+
     res = _take()
-    found = {h["holder"]: h for h in native.handles(time.perf_counter() + FAR, res["generators"])}
+    CENSUS_SUSPENDED.extend(res.pop("generators"))
+    try:
+        found = {h["holder"]: h for h in native.handles(time.perf_counter() + FAR)}
+    finally:
+        CENSUS_SUSPENDED.clear()
     # THEN each buffer is listed as the generator's local, with what it holds
     assert found["test_census.py:reader:buf"]["bytes"] >= 300_000
     assert found["test_census.py:reader:buf"]["type"] == "bytearray"
@@ -1592,6 +1599,43 @@ def test_a_suspended_generators_buffers_are_listed_under_its_name() -> None:
         h["holder"] for h in native.handles(time.perf_counter() + FAR)
     }
     hidden.clear()
+
+
+def test_a_list_a_waiting_coroutine_keeps_is_named_by_its_local() -> None:
+    import asyncio
+
+    from memprobe.bootstrap.memprobe_agent.userroots import CENSUS_SUSPENDED
+
+    # GIVEN an asyncio batcher whose coroutine keeps every request in ``self.pending`` and is
+    # waiting in ``await`` (on no thread's stack), the service reachable from nothing else
+    class Batcher:
+        def __init__(self) -> None:
+            self.pending: List[bytes] = []
+
+        async def batch_loop(self, wake: asyncio.Event) -> None:
+            while True:
+                self.pending.extend(bytes(100) for _ in range(10))
+                await wake.wait()
+
+    loop = asyncio.new_event_loop()
+    try:
+        wake = asyncio.Event()
+        coro = Batcher().batch_loop(wake)
+        task = loop.create_task(coro)
+        loop.run_until_complete(asyncio.sleep(0.01))
+        pid = id(coro.cr_frame.f_locals["self"].pending)  # type: ignore[attr-defined]
+        # WHEN a census hands the suspended coroutines it found to the holder search
+        CENSUS_SUSPENDED.extend(_take()["generators"])
+        try:
+            found = roots.search({pid}, time.perf_counter() + FAR)
+        finally:
+            CENSUS_SUSPENDED.clear()
+        # THEN the list is named by the coroutine's local, as if its frame were running
+        assert found[pid]["holder"] == "test_census.py:batch_loop:self.pending", found
+        task.cancel()
+        loop.run_until_complete(asyncio.sleep(0))
+    finally:
+        loop.close()
 
 
 def test_a_spooled_temporary_file_is_listed_by_what_it_keeps_in_memory() -> None:

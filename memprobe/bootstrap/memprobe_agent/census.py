@@ -19,7 +19,7 @@ import itertools
 import sys
 import time
 import weakref
-from types import GeneratorType
+from types import AsyncGeneratorType, CoroutineType, GeneratorType
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 from . import graphs, sizes
@@ -52,7 +52,7 @@ def take(
 
     ``containers`` holds the target's containers of at least ``min_len`` items for
     the holder tracker; the caller must drop it before the census returns control, and
-    ``generators`` (the target's suspended generators) likewise.
+    ``generators`` (the target's suspended generators and coroutines) likewise.
     ``samples`` likewise: for each type named in ``sample_of``, a few of its instances
     (the youngest and the oldest: see ``_samples``).
     ``name`` (ids of the tensors that hold a graph -> the holder a person knows them
@@ -77,7 +77,8 @@ def take(
     # framework's census)
     route: Dict[type, str] = dict(kinds.of)
     route.update(dict.fromkeys(graphs.node_types().intersection(counts), _WRAPPER))
-    route[GeneratorType] = _GENERATOR  # roots for the handles (userroots.py)
+    # roots for the holder and handle searches (userroots.suspended_roots)
+    route.update(dict.fromkeys((GeneratorType, CoroutineType, AsyncGeneratorType), _GENERATOR))
     # containers: the builtin ones and their subclasses that read as they do (a Counter)
     cont_types = CONTAINER_TYPES.union(container_subclasses(counts))
     wanted = set(route) | cont_types

@@ -26,6 +26,7 @@ from . import arrays, carried, census, chains, graphs, native, referents, roots,
 from .budget import Budget
 from .containers import ContainerTracker
 from .tmwindow import TraceWindow
+from .userroots import CENSUS_SUSPENDED
 
 MAX_WATCHED_TYPES = 12
 # a growing type no watched container explains: its instances' referrers are read for a
@@ -137,8 +138,11 @@ class CensusTaker:
             self.census_due = time.monotonic() + 0.05
             return
         t0, cpu0 = time.perf_counter(), time.thread_time()
-        with _collector_paused():
-            self._look(step, now, tm_result, rss_before, (t0, cpu0))
+        try:
+            with _collector_paused():
+                self._look(step, now, tm_result, rss_before, (t0, cpu0))
+        finally:
+            CENSUS_SUSPENDED.clear()  # the program's generators: never kept
 
     def _look(
         self,
@@ -168,6 +172,7 @@ class CensusTaker:
             self.largest_before,
             frozenset(self.sample_types),
         )
+        CENSUS_SUSPENDED.extend(res.pop("generators", []))  # roots till it ends
         live = res.pop("live", {})
         v: Dict[str, float] = res["v"]
         payload: Dict[str, Any] = res["payload"]
@@ -181,9 +186,7 @@ class CensusTaker:
         holder_deadline = time.perf_counter() + self.deadline_s / 4
         t_hold = time.perf_counter()
         self.graph_holders.name(res, v, self.prev_v, payload, holder_deadline)
-        gens = res.pop("generators", [])
-        found = native.handles(holder_deadline, gens)
-        gens.clear()
+        found = native.handles(holder_deadline)
         if found:
             payload["native"] = found
         for obj in roots.untracked_containers(

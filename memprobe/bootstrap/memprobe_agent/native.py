@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import io
 import sys
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Tuple
 
 from . import roots
 from .census import qualified
-from .userroots import generator_roots
 
 MAX_HANDLES = 16  # (big constant strings among them: a loaded text, a vocabulary)
 MIN_BUFFER = 64 * 1024  # a bytearray this long or longer: a buffer, not a small field
@@ -30,9 +29,9 @@ MAX_BUFFERS = 256  # a list or tuple of buffers this long at most is listed as o
 DEPTH = 3  # locals and globals, two levels below (``main:store.conn``, ``self.db.conn``)
 
 
-def handles(deadline: float, generators: Sequence[Any] = ()) -> List[Dict[str, Any]]:
+def handles(deadline: float) -> List[Dict[str, Any]]:
     """[{holder, type, rows_changed | bytes | recording}] of the handles the user's roots
-    lead to, and the locals of the suspended ``generators`` (the census found them)."""
+    lead to (the census' suspended generators among them: ``userroots.suspended_roots``)."""
     sqlite = sys.modules.get("sqlite3")
     conn_type = getattr(sqlite, "Connection", None) if sqlite is not None else None
     profilers = _profiler_types()
@@ -56,9 +55,7 @@ def handles(deadline: float, generators: Sequence[Any] = ()) -> List[Dict[str, A
 
     out: List[Dict[str, Any]] = []
     obj: Any = None
-    extra = generator_roots(list(generators))
-    found = roots.find_matching(native, deadline, MAX_HANDLES, DEPTH, extra)
-    del extra
+    found = roots.find_matching(native, deadline, MAX_HANDLES, DEPTH)
     for holder, obj in found:
         cls = type(obj)
         entry: Dict[str, Any] = {"holder": holder, "type": qualified(obj)}

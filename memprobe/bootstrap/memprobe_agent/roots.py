@@ -27,9 +27,9 @@ import gc
 import time
 import types
 import weakref
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
-from . import frames
+from . import frames, userroots
 from .containertypes import CONTAINER_TYPES, DICT_TYPES
 from .holders import FOLLOWABLE, Step, c_fields, result
 from .lrucache import LRU_WRAPPER, lru_cache_dict
@@ -99,6 +99,7 @@ def _search(targets: Set[int], deadline: float) -> Dict[int, Dict[str, Any]]:
     ]
     starts.extend(frame_roots())
     starts.extend(signal_roots())
+    starts.extend(userroots.suspended_roots())  # after the named roots: what they reach is theirs
     for label, origin, items in starts:
         _walk_items(label, origin, items, USER_DEPTH, targets, found, seen, budget, deadline)
         if len(found) == len(targets):
@@ -131,11 +132,7 @@ def _search(targets: Set[int], deadline: float) -> Dict[int, Dict[str, Any]]:
 
 
 def find_matching(
-    match: Callable[[Any], bool],
-    deadline: float,
-    limit: int = 20,
-    depth: int = 2,
-    extra: Sequence[Start] = (),
+    match: Callable[[Any], bool], deadline: float, limit: int = 20, depth: int = 2
 ) -> List[Tuple[str, Any]]:
     """(holder, object) for what ``match`` accepts among the user's roots, down to ``depth``
     (locals, globals and one level below: ``hidden``, ``self.state``, ``model.memory``).
@@ -143,17 +140,16 @@ def find_matching(
     What the census counted may have moved on by the time it names things: in a loop
     that runs while a background census works, ``hidden`` is a new tensor every step.
     This looks at the roots as they are now. ``match`` sees only values a walk reaches
-    and must be cheap and side-effect free (``type()`` checks, C getters). ``extra``: more
-    roots, walked last (suspended generators the census found: ``userroots.generator_roots``).
+    and must be cheap and side-effect free (``type()`` checks, C getters).
     """
     try:
-        return _find_matching(match, deadline, limit, depth, extra)
+        return _find_matching(match, deadline, limit, depth)
     finally:
         _ATOMIC.clear()
 
 
 def _find_matching(
-    match: Callable[[Any], bool], deadline: float, limit: int, depth: int, extra: Sequence[Start]
+    match: Callable[[Any], bool], deadline: float, limit: int, depth: int
 ) -> List[Tuple[str, Any]]:
     out: List[Tuple[str, Any]] = []
     seen: Set[int] = set()
@@ -164,7 +160,7 @@ def _find_matching(
     ]
     starts.extend(frame_roots())
     starts.extend(signal_roots())
-    starts.extend(extra)  # after the named roots: what they reach is named by them first
+    starts.extend(userroots.suspended_roots())
     for label, origin, items in starts:
         level = [(v, [step]) for step, v in items]
         for d in range(depth):

@@ -149,34 +149,48 @@ def _signal_names(ns: Dict[str, Any]) -> Dict[int, str]:
     return out
 
 
-MAX_GENERATORS = 64  # suspended generators of the target's code made roots, per census
+MAX_GENERATORS = 64  # suspended generators and coroutines of the target's made roots, per census
+# those of the census under way: the census taker fills it from the object pass and empties it
+# when the census ends (nothing of the program's is kept past a census)
+CENSUS_SUSPENDED: List[Any] = []
+_SUSPENDABLE = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
+
+
+def _frame_of(obj: Any) -> Tuple[Any, Any, bool]:
+    """(frame, code, running) of a generator, coroutine or async generator."""
+    if type(obj) is types.GeneratorType:
+        return obj.gi_frame, obj.gi_code, bool(obj.gi_running)
+    if type(obj) is types.CoroutineType:
+        return obj.cr_frame, obj.cr_code, bool(obj.cr_running)
+    return obj.ag_frame, obj.ag_code, bool(obj.ag_running)
 
 
 def user_generators(gens: List[Any]) -> List[Any]:
-    """Of the generator objects the census' object pass found, the suspended ones of the
-    target's own code (at most ``MAX_GENERATORS``)."""
+    """Of the generators, coroutines and async generators the census' object pass found, the
+    suspended ones of the target's own code (at most ``MAX_GENERATORS``)."""
     out: List[Any] = []
     for gen in gens:
-        if gen.gi_frame is not None and not gen.gi_running:
-            if is_user_file(gen.gi_code.co_filename):
-                out.append(gen)
-                if len(out) >= MAX_GENERATORS:
-                    break
+        frame, code, running = _frame_of(gen)
+        if frame is not None and not running and is_user_file(code.co_filename):
+            out.append(gen)
+            if len(out) >= MAX_GENERATORS:
+                break
     return out
 
 
-def generator_roots(gens: List[Any]) -> List[Start]:
-    """Suspended generators as roots, named ``file:function`` with their locals below
-    (``reader.py:iter_frames:buf``): a generator a ``for`` loop iterates is on the running
-    frame's stack, which no local names and no referrer search can read (3.11 visits a
-    running frame's stack for nothing), so what its locals keep is out of every other
-    root's reach."""
+def suspended_roots() -> List[Start]:
+    """The census' suspended generators and coroutines (``CENSUS_SUSPENDED``) as roots, named
+    ``file:function`` with their locals below (``reader.py:iter_frames:buf``,
+    ``service.py:_batch_loop:self._pending``): a generator a ``for`` loop iterates is on the
+    running frame's stack, which no local names and no referrer search reads (3.11 visits a
+    running frame's stack for nothing), and an asyncio task waiting in ``await`` is on no
+    stack at all, so what their locals keep is out of every other root's reach."""
     out: List[Start] = []
-    for gen in gens:
-        code, frame = gen.gi_code, gen.gi_frame
+    for gen in CENSUS_SUSPENDED:
+        frame, code, _ = _frame_of(gen)
         if frame is None:
             continue
         label = f"{os.path.basename(code.co_filename)}:{code.co_name}"
-        items = frames.local_items(frame, frames.generator_whose(gen))
+        items = frames.local_items(frame, frames.SUSPENDED)
         out.append((label, None, [(("genlocal", k), v) for k, v in items]))
     return out
