@@ -141,15 +141,22 @@ def fill_holds_back(
     items weigh nothing of the memory."""
     if _grows_elsewhere(verdicts):
         return verdicts
+    dated = [(f.full_x, f) for f in fills if f.full_x is not None]
+    # the last to fill: of every deque for the heap blocks, of those of objects for the rest
+    last = {
+        blocks: max(
+            ((x, f) for x, f in dated if blocks or not f.scalar),
+            key=lambda pair: pair[0],
+            default=None,
+        )
+        for blocks in (True, False)
+    }
     out = dict(verdicts)
     for name, v in verdicts.items():
-        if not _may_wait(name, v, (TENSOR_COUNT,)):
+        latest = last[name == BLOCKS]
+        if latest is None or not _may_wait(name, v, (TENSOR_COUNT,)):
             continue
-        dated = [(f.full_x, f) for f in fills if f.full_x is not None]
-        dated = [d for d in dated if name == BLOCKS or not d[1].scalar]
-        if not dated:
-            continue
-        full_x, fill = max(dated, key=lambda pair: pair[0])
+        full_x, fill = latest
         end = v.x_end if v.x_end is not None else float("inf")
         again = judge_from(name, full_x) if full_x < end else None
         if again is None:

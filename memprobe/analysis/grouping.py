@@ -191,29 +191,28 @@ def _merge(
     growth = lead.evidence.get("growth")
     explains = handle is not None and handle.explains(float(growth or 0.0)) and bool(growth)
     unnamed = named is None or named.culprit is None or not named.culprit.get("holder")
-    by_handle = native and unnamed and handle is not None and (outside or explains)
-    if by_handle:
+    owner = handle if native and unnamed and (outside or explains) else None
+    if owner is not None:
         named = None
     text = _text(lead, named, members, retained)
     culprit = named.culprit if named else lead.culprit
     hint = HINT_NATIVE if outside else None
     if outside:
         text += " " + _OUTSIDE_PYTHON
-    if by_handle and handle is not None:
-        text += " " + _handle_text(handle, outside)
+    if owner is not None:  # the handle is the culprit, with its hint
+        text += " " + _handle_text(owner, outside)
         culprit = Culprit(
-            type=handle.type, holder=handle.holder, location=None, holds_autograd_graph=False
+            type=owner.type, holder=owner.holder, location=None, holds_autograd_graph=False
         )
         hint = {"rows": HINT_SQLITE, "recording": HINT_PROFILER}.get(
-            handle.unit, HINT_STRING if handle.type in ("str", "bytes") else HINT_NATIVE_BUFFER
+            owner.unit, HINT_STRING if owner.type in ("str", "bytes") else HINT_NATIVE_BUFFER
         )
+    else:
+        hint = (named.fix_hint if named else None) or lead.fix_hint or hint
     merged = dataclasses.replace(
         lead,
         culprit=culprit,
-        fix_hint=(hint if by_handle else None)
-        or (named.fix_hint if named else None)
-        or lead.fix_hint
-        or hint,
+        fix_hint=hint,
         confidence=max(f.confidence for f in members),
         evidence=evidence,
         explanation=text,

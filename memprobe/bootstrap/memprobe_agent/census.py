@@ -19,14 +19,13 @@ import itertools
 import sys
 import time
 import weakref
-from types import AsyncGeneratorType, CoroutineType, GeneratorType
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 from . import graphs, sizes
 from .cheap import frozen_count
 from .containertypes import CONTAINER_TYPES, container_subclasses
 from .typeinfo import Kinds, is_heap_type, loaded_class, type_name
-from .userroots import user_generators
+from .userroots import SUSPENDABLE, user_generators
 
 TOP_TYPES = 15  # types listed in the payload by count (plus the watched ones)
 _WRAPPER = "autograd node wrapper"  # a route of the object pass, no kind of the payload
@@ -78,7 +77,7 @@ def take(
     route: Dict[type, str] = dict(kinds.of)
     route.update(dict.fromkeys(graphs.node_types().intersection(counts), _WRAPPER))
     # roots for the holder and handle searches (userroots.suspended_roots)
-    route.update(dict.fromkeys((GeneratorType, CoroutineType, AsyncGeneratorType), _GENERATOR))
+    route.update(dict.fromkeys(SUSPENDABLE, _GENERATOR))
     # containers: the builtin ones and their subclasses that read as they do (a Counter)
     cont_types = CONTAINER_TYPES.union(container_subclasses(counts))
     wanted = set(route) | cont_types

@@ -29,7 +29,7 @@ import types
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
-from . import frames, userroots
+from . import userroots
 from .containertypes import CONTAINER_TYPES, DICT_TYPES
 from .holders import FOLLOWABLE, Step, c_fields, result
 from .lrucache import LRU_WRAPPER, lru_cache_dict
@@ -93,13 +93,7 @@ def _search(targets: Set[int], deadline: float) -> Dict[int, Dict[str, Any]]:
     seen: Set[int] = set(found)
     budget = [MAX_NODES]
     user_mods, lib_mods = modules(LIBS)
-    starts: List[Start] = [
-        (name, ("module", name), [(("key", k), v) for k, v in _dict_items(d)])
-        for name, d in user_mods
-    ]
-    starts.extend(frame_roots())
-    starts.extend(signal_roots())
-    starts.extend(userroots.suspended_roots())  # after the named roots: what they reach is theirs
+    starts = _starts(user_mods)
     for label, origin, items in starts:
         _walk_items(label, origin, items, USER_DEPTH, targets, found, seen, budget, deadline)
         if len(found) == len(targets):
@@ -131,6 +125,17 @@ def _search(targets: Set[int], deadline: float) -> Dict[int, Dict[str, Any]]:
     return found
 
 
+def _starts(user_mods: List[Tuple[str, Any]]) -> List[Start]:
+    """Where a walk starts, in order: the target's own modules, its functions' frames, the
+    signal handlers it installed, then the census' suspended generators and coroutines
+    (what the named roots reach is named by them first)."""
+    starts: List[Start] = [
+        (name, ("module", name), [(("key", k), v) for k, v in _dict_items(d)])
+        for name, d in user_mods
+    ]
+    return starts + frame_roots() + signal_roots() + userroots.suspended_roots()
+
+
 def find_matching(
     match: Callable[[Any], bool], deadline: float, limit: int = 20, depth: int = 2
 ) -> List[Tuple[str, Any]]:
@@ -153,14 +158,7 @@ def _find_matching(
 ) -> List[Tuple[str, Any]]:
     out: List[Tuple[str, Any]] = []
     seen: Set[int] = set()
-    user_mods, _ = modules(LIBS)
-    starts: List[Start] = [
-        (name, ("module", name), [(("key", k), v) for k, v in _dict_items(d)])
-        for name, d in user_mods
-    ]
-    starts.extend(frame_roots())
-    starts.extend(signal_roots())
-    starts.extend(userroots.suspended_roots())
+    starts = _starts(modules(LIBS)[0])
     for label, origin, items in starts:
         level = [(v, [step]) for step, v in items]
         for d in range(depth):
@@ -335,11 +333,7 @@ def _children(value: Any) -> List[Tuple[Step, Any]]:
         parts = (("func", value.func), ("args", value.args), ("keywords", value.keywords))
         return [(("attr", k), v) for k, v in parts]
     if cls is types.GeneratorType:
-        frame = value.gi_frame
-        if frame is None:
-            return []
-        items = frames.local_items(frame, frames.generator_whose(value))
-        return [(("genlocal", k), v) for k, v in items]
+        return userroots.suspended_locals(value)
     if type in mro(cls):
         return _class_children(value)
     if LRU_WRAPPER is not None and cls is LRU_WRAPPER:

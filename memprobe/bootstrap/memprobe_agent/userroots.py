@@ -153,7 +153,7 @@ MAX_GENERATORS = 64  # suspended generators and coroutines of the target's made 
 # those of the census under way: the census taker fills it from the object pass and empties it
 # when the census ends (nothing of the program's is kept past a census)
 CENSUS_SUSPENDED: List[Any] = []
-_SUSPENDABLE = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
+SUSPENDABLE = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
 
 
 def _frame_of(obj: Any) -> Tuple[Any, Any, bool]:
@@ -188,9 +188,18 @@ def suspended_roots() -> List[Start]:
     out: List[Start] = []
     for gen in CENSUS_SUSPENDED:
         frame, code, _ = _frame_of(gen)
-        if frame is None:
-            continue
-        label = f"{os.path.basename(code.co_filename)}:{code.co_name}"
-        items = frames.local_items(frame, frames.SUSPENDED)
-        out.append((label, None, [(("genlocal", k), v) for k, v in items]))
+        if frame is not None:
+            label = f"{os.path.basename(code.co_filename)}:{code.co_name}"
+            out.append((label, None, suspended_locals(gen)))
     return out
+
+
+def suspended_locals(obj: Any) -> List[Tuple[Step, Any]]:
+    """A generator's, coroutine's or async generator's locals as ``("genlocal", name)``
+    steps (none once it has finished), read as a suspended frame's unless another thread
+    runs it now (see ``frames.local_items``)."""
+    frame, _, running = _frame_of(obj)
+    if frame is None:
+        return []
+    items = frames.local_items(frame, frames.OTHER if running else frames.SUSPENDED)
+    return [(("genlocal", k), v) for k, v in items]
