@@ -214,3 +214,68 @@ def test_the_censuses_pauses_are_taken_out_of_the_seconds() -> None:
     # the run there, leaving 1.6 s: too short)
     result = analyze(_one_process(proc, "time"))
     assert result.verdicts[(7, "container:weakref.finalize._registry:len")].verdict == "leak"
+
+
+def _chain_then_teardown(fall_at_s: float, ended: Optional[str], until: float = 3.8) -> Process:
+    """A program without steps that feeds an RNN its own hidden state (pytorch#2198) from
+    1.6 s of its own time (after its imports) until ``until``, sampled every 0.05 s: 22,000
+    tensors a second, RSS rising 750 MiB/s; from ``fall_at_s`` the chain is taken apart
+    (its main function returned): the count falls to a fifth in its last samples, RSS
+    stays."""
+    rng = np.random.default_rng(3)
+    t = np.arange(1.6, until, 0.05)
+    count = 9000 + 22000 * (t - 1.6) + rng.normal(0, 40, len(t))
+    rss = 230 * MIB + 750 * MIB * (t - 1.6) + rng.normal(0, 2 * MIB, len(t))
+    top = float(count[t < fall_at_s][-1])
+    falling = t >= fall_at_s
+    count[falling] = top * np.linspace(0.8, 0.2, int(falling.sum()))
+    rss[falling] = rss[~falling][-1]
+    none: List[Optional[int]] = [None] * len(t)
+    series = {
+        "rss_bytes": Series(step=list(none), t=t.tolist(), value=rss.tolist()),
+        "tensors:count": Series(step=list(none), t=t.tolist(), value=count.round().tolist()),
+    }
+    return Process(pid=7, role="main", ended=ended, series=series)
+
+
+def test_the_fall_of_a_program_taking_itself_apart_is_not_part_of_its_run() -> None:
+    from memprobe.analysis.phases import without_teardown
+
+    # GIVEN the RNN chain that ended, its last 0.2 s the chain taken apart
+    ended = _chain_then_teardown(3.6, "exit")
+    # WHEN the teardown is cut
+    cut = without_teardown(ended)
+    # THEN the count ends at its highest, the RSS (which never fell) keeps every sample
+    count = cut.series["tensors:count"].value
+    assert count[-1] == max(count) and len(count) < len(ended.series["tensors:count"].value)
+    assert cut.series["rss_bytes"] == ended.series["rss_bytes"]
+    # AND the run is a leak on the count and the memory beside it (before the cut the count
+    # was "not clear of its noise" and the run inconclusive)
+    result = analyze(_one_process(ended, "time"))
+    assert result.verdicts[(7, "tensors:count")].verdict == "leak"
+    assert result.verdict == "leak"
+
+
+def test_a_fall_that_is_not_the_end_stays() -> None:
+    from memprobe.analysis.phases import without_teardown
+
+    # GIVEN the same fall in a process still running, and in one that ended but whose fall
+    # came over a second before its last sample (the program let go and went on)
+    running = _chain_then_teardown(3.6, None)
+    let_go = _chain_then_teardown(2.6, "exit")
+    # THEN neither loses a sample
+    assert without_teardown(running) == running
+    assert without_teardown(let_go) == let_go
+
+
+def test_a_program_that_ended_climbing_steeply_needs_half_the_span() -> None:
+    # GIVEN the chain for 1.8 s of its own time, the last 0.2 s its teardown: a fast
+    # machine runs pytorch#2198's 20,000 chunks in that (its count seen from the first
+    # census on, 0.5 s into the loop)
+    short = _chain_then_teardown(3.2, "exit", until=3.4)
+    # THEN, ended, its climb is no start-up: growth 20 times what counts needs half the
+    # two seconds, and the run is a leak
+    assert analyze(_one_process(short, "time")).verdict == "leak"
+    # BUT the same samples from a program still running may be its start-up: not yet
+    running = _chain_then_teardown(3.5, None, until=3.4)
+    assert analyze(_one_process(running, "time")).verdict != "leak"

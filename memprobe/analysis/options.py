@@ -7,7 +7,8 @@ never against one script; the comment by each says how it was chosen.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Tuple
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,9 @@ class DetectOptions:
     # step (an evaluation that memoizes every output: its model and imports were built
     # long before). Not in a process that has not stepped (yet): there start-up itself
     # climbs hundreds of MB in a few seconds (imports, a dataset built, a model on a busy
-    # machine), and a leak without steps waits for the full span or for a count backing it.
+    # machine), and a leak without steps waits for the full span or for a count backing it;
+    # in one that ended, what accumulated to its end (a count backing it) needs half the
+    # short span: pytorch#2198's chain climbs 750 MiB/s for 1.6 s on a fast machine.
     overwhelming_span_factor: float = 0.5
 
     # Practical significance for byte signals: a leak must grow at least this
@@ -121,6 +124,19 @@ class DetectOptions:
         if unit == "bytes":
             return max(self.min_growth_bytes, self.min_growth_fraction * abs(level))
         return self.min_heap_growth_count if family == "heap" else self.min_growth_count
+
+    def on_seconds(self, stepless: bool, ended: bool) -> Tuple[DetectOptions, DetectOptions]:
+        """(these options, those of the short span ``min_span_seconds_backed``) for a
+        process judged on seconds: ``stepless`` when it never stepped (not the phase after
+        a stepping process' steps), where a steep climb may be start-up, unless it
+        ``ended``: what accumulated to its end is not (see ``overwhelming_span_factor``)."""
+        steep = self.overwhelming_span_factor
+        own = replace(self, overwhelming_span_factor=1.0) if stepless else self
+        steep = 1.0 if stepless and not ended else steep
+        short = replace(
+            own, min_span_seconds=self.min_span_seconds_backed, overwhelming_span_factor=steep
+        )
+        return own, short
 
 
 # the defaults, shared: a frozen dataclass is safe to use as a default argument

@@ -43,7 +43,7 @@ from memprobe.analysis.findings import fragmentation_finding, leak_finding
 from memprobe.analysis.judge import judge_series
 from memprobe.analysis.native import grown_handle, handle_backs
 from memprobe.analysis.options import DEFAULT_OPTIONS, DetectOptions
-from memprobe.analysis.phases import merge_tail, program_clock, stepless_tail
+from memprobe.analysis.phases import merge_tail, program_clock, stepless_tail, without_teardown
 from memprobe.analysis.projection import project_oom
 from memprobe.analysis.series import family_of, prepare, step_clock, with_steps
 from memprobe.analysis.verdict import INCONCLUSIVE, LEAK, NO_LEAK, SignalVerdict
@@ -106,12 +106,10 @@ def judge_process(
     phases.py): its model and imports were built long before, so a climbing tensor count
     is something accumulating there too. Seconds are the program's own (program_clock)."""
     axis = process_axis(process)
+    process = without_teardown(process)
     process = program_clock(process) if axis == "time" else process  # censuses' pauses out
     clock = step_clock(process.series) if axis == "step" else None
-    if axis == "time" and not after_steps:
-        # no step yet: a steep climb may be start-up (see overwhelming_span_factor)
-        options = replace(options, overwhelming_span_factor=1.0)
-    backed = replace(options, min_span_seconds=options.min_span_seconds_backed)
+    options, backed = options.on_seconds(axis == "time" and not after_steps, bool(process.ended))
     prepared = {}
     for name, series in sorted(process.series.items()):
         if clock is not None and sum(1 for st in series.step if st is not None) < 3:
