@@ -32,6 +32,7 @@ def census(
     root_type: str = "MseLossBackward0",
     tracemalloc: Optional[Dict[str, Any]] = None,
     types: Optional[Dict[str, Any]] = None,
+    param_bytes: int = 800,
 ) -> Dict[str, Any]:
     entry: Dict[str, Any] = {
         "step": step,
@@ -42,7 +43,7 @@ def census(
             "count": tensors,
             "grad_fn_count": roots if grad_fn is None else grad_fn,
             "bytes_by_device": {"cpu": 1000},
-            "param_bytes": 800,
+            "param_bytes": param_bytes,
         },
         "graphs": {
             "nodes": nodes,
@@ -196,12 +197,31 @@ def test_model_copies_blame_the_users_model_class_and_its_registry() -> None:
             modules=130,
             module_types={"torch.nn.modules.conv.Conv2d": 104, "__main__.ConvNet": 26},
             containers=[box("__main__.SNAPSHOTS", 26, 2, "__main__.ConvNet")],
+            param_bytes=800 * 13,
         ),
     ]
     entries[-1]["types"]["__main__.ConvNet"] = {"count": 26, "kind": "module"}
     c = culprit_for("rss_bytes", build_profile(entries))
     assert c is not None and c.type == "__main__.ConvNet" and c.holder == "__main__.SNAPSHOTS"
     assert c.fix_hint is not None and "load_state_dict" in c.fix_hint
+
+
+def test_modules_without_parameters_that_pile_up_are_registered_again() -> None:
+    # GIVEN a magnitude mask (a module with a buffer, no parameter) registered again on every
+    # layer every pruning round: modules grow, the parameters' bytes do not
+    mask = "__main__.MagnitudeMask"
+    entries = [
+        census(25, modules=8, module_types={"torch.nn.modules.linear.Linear": 4}),
+        census(100, modules=24, module_types={"torch.nn.modules.linear.Linear": 4, mask: 16}),
+        census(180, modules=40, module_types={"torch.nn.modules.linear.Linear": 4, mask: 32}),
+    ]
+    for e, n in zip(entries[1:], (16, 32)):
+        e["types"][mask] = {"count": n, "kind": "module"}
+    c = culprit_for("rss_bytes", build_profile(entries))
+    # THEN the mask is the culprit, and the fix is to register it once, not old models'
+    assert c is not None and c.type == mask and c.pattern == "models kept"
+    assert c.fix_hint is not None and "register_parametrization" in c.fix_hint
+    assert "load_state_dict" not in c.fix_hint
 
 
 def test_figures_and_arrays() -> None:

@@ -27,6 +27,7 @@ from memprobe.analysis.hints import (
     HINT_NUMPY,
     HINT_OBJECTS,
     HINT_PICKLER,
+    HINT_SUBMODULE,
     HINT_SYS_MODULES,
     HINT_TEE,
     HINT_TREE,
@@ -163,14 +164,10 @@ def _modules(prof: Profile) -> Optional[Culprit]:
         name = next(t for t in box.elem_types if t in kinds)
     else:
         name = prof.growing_module_type() or "torch.nn.Module"
-    ev = evidence_of(
-        per_step=rate,
-        module_type=name,
-        param_bytes_per_step=round(prof.rate("modules:param_bytes")),
-    )
-    sentence = (
-        f"{fmt_count(rate)} more `{name}` instances per {prof.per} stay alive "
-        "with their parameters."
+    params = round(prof.rate("modules:param_bytes"))
+    ev = evidence_of(per_step=rate, module_type=name, param_bytes_per_step=params)
+    sentence = f"{fmt_count(rate)} more `{name}` instances per {prof.per} stay alive" + (
+        " with their parameters." if params > 0 else " (no parameters of their own)."
     )
     if box is None:  # the models sit inside the items of a growing container (records)
         box = prof.top_container()
@@ -188,7 +185,7 @@ def _modules(prof: Profile) -> Optional[Culprit]:
         box.holder if box else None,
         False,
         "models kept",
-        HINT_MODULE,
+        HINT_MODULE if params > 0 else HINT_SUBMODULE,
         sentence,
         ev,
         box,

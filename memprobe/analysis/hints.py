@@ -124,6 +124,14 @@ HINT_MODULE = (
     "old models stay alive: drop the reference (registry, 'best so far' slot, reference "
     "cycle); copy weights with `load_state_dict` instead of `copy.deepcopy`"
 )
+# modules that hold no parameters pile up (``param_bytes`` flat): one registered again every
+# round (wild_m/leak_gradual_magnitude_pruning: a mask per layer per pruning round)
+HINT_SUBMODULE = (
+    "modules without parameters of their own pile up: one is registered again every round "
+    "(`parametrize.register_parametrization` on a weight already parametrized adds to its "
+    "list; `add_module`/`register_module` under new names): register it once, or remove the "
+    "old one first (`parametrize.remove_parametrizations(layer, 'weight')`)"
+)
 HINT_FIGURE = "figures are never closed: call `plt.close(fig)` once each one is saved"
 HINT_GROWING_ARRAY = (
     "one array is rebuilt longer every step (`a = np.concatenate([a, x])`, `np.append`): "
