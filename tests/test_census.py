@@ -1523,6 +1523,47 @@ def test_a_chain_of_a_growing_type_is_found_below_the_roots() -> None:
         del sys.modules[mod.__name__]
 
 
+def test_a_chain_of_closures_is_found_below_the_roots() -> None:
+    from memprobe.bootstrap.memprobe_agent import chains
+
+    # GIVEN a user module whose progress handler is made again for every job, each one
+    # calling the handler it replaced (as a SIGUSR1 dump chained with signal.getsignal), and
+    # beside it a decorator's wrapper around a plain function and a lone closure
+    def install(job: List[int], previous: Any) -> Any:
+        def dump() -> int:
+            return len(job) + (previous() if callable(previous) else 0)
+
+        return dump
+
+    def wrap(fn: Any) -> Any:
+        def wrapper() -> Any:
+            return fn()
+
+        return wrapper
+
+    mod: Any = types.ModuleType("closure_demo")
+    mod.__file__ = "/srv/app/closure_demo.py"
+    handler = None
+    for j in range(7):
+        handler = install(list(range(j)), handler)
+    mod.progress = handler
+    mod.wrapped = wrap(len)
+    mod.lone = install([1], None)
+    sys.modules[mod.__name__] = mod
+    try:
+        found = chains.find({"function", "cell"}, time.perf_counter() + FAR)
+        # THEN the chain is named by the variable holding its head, with the variable that
+        # links it and its links counted; the wrapper and the lone closure are no chain
+        assert [(c["holder"], c["links"], c["via"]) for c in found] == [
+            ("closure_demo.progress", 7, "previous")
+        ]
+        assert found[0]["type"] == "function" and found[0]["closure"].endswith("dump")
+        # AND no census that saw no function or cell grow looks for one
+        assert chains.find({"dict"}, time.perf_counter() + FAR) == []
+    finally:
+        del sys.modules[mod.__name__]
+
+
 def test_handles_on_memory_outside_python_are_listed_with_what_they_hold() -> None:
     # GIVEN an in-memory sqlite3 database and a big bytearray on an object of a user module,
     # and a small bytearray and a closed connection beside them

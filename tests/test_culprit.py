@@ -305,6 +305,40 @@ def test_a_chain_of_a_growing_type_is_named_by_the_variable_holding_its_head() -
         assert same is not None and same.holder is None, (links, same)
 
 
+def test_tensors_no_variable_holds_are_blamed_on_a_chain_of_closures() -> None:
+    from memprobe.analysis.culprit import attribute
+
+    # GIVEN tensors without graphs that grow with no container to show for them, and the
+    # agent's chain of SIGUSR1 handlers, each calling the one it replaced, longer at each
+    # census (wild_m/leak_site_shift_eval_sweep: each handler closes over its job)
+    handler = "signal.getsignal(signal.SIGUSR1)"
+
+    def entries(links: List[int]) -> List[Dict[str, Any]]:
+        out = []
+        for i, n in enumerate(links):
+            e = census(5 + 100 * i, tensors=40 + 300 * i, grad_fn=0, roots=0, nodes=0)
+            e["growing_types"] = [{"type": "function", "count": 900 + n, "delta": 4}]
+            chain = {"type": "function", "closure": "install.<locals>._dump", "via": "previous"}
+            e["chains"] = [{**chain, "holder": handler, "links": n}] if n else []
+            out.append(e)
+        return out
+
+    def blamed(links: List[int]) -> Finding:
+        rec = record(entries(links), [leak("tensors:count")])
+        (f,) = attribute(rec, rec.findings)
+        return f
+
+    f = blamed([0, 4, 9])
+    # THEN the handler is the holder, with the chain's length at its longest and the fix
+    assert f.culprit is not None and f.culprit["holder"] == handler, f
+    assert "chain of 9 `install.<locals>._dump` closures" in f.explanation
+    assert f.fix_hint is not None and "signal.signal(sig, previous)" in f.fix_hint
+    # BUT without a chain, or with a short one that stays as long, no holder is made up
+    for links in ([0, 0, 0], [3, 3, 3]):
+        bare = blamed(links)
+        assert bare.culprit is not None and bare.culprit["holder"] is None, (links, bare)
+
+
 def test_a_growing_dict_of_closures_is_blamed_before_a_log_beside_it() -> None:
     # GIVEN a weight-drift monitor's history of (epoch, layer, drift) tuples growing every
     # step, and the optimizer's step post-hooks gaining a closure an epoch, each holding a

@@ -63,6 +63,12 @@ HINT_UNHELD = (
     "sight, a handler, hook or callback you register (`signal.signal`, `register_*_hook`, "
     "`atexit`) or a closure over them, and keep numbers (`.item()`) or a bounded window instead"
 )
+# a function made again every round around the last one (culprit_closures.py)
+HINT_CLOSURE_CHAIN = (
+    "each new function keeps the one it replaced (`f = wrap(f)` every round; a handler that "
+    "calls the previous one): wrap the original once, or put the previous one back when done "
+    "(`signal.signal(sig, previous)`), and close over numbers, not the objects themselves"
+)
 HINT_FINALIZE = (
     "a `weakref.finalize(obj, func, *args)` stays registered until `obj` dies, and a `func` or "
     "argument that refers to `obj` (a bound method `obj.release`, a closure over it) keeps "

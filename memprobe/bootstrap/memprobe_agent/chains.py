@@ -11,7 +11,8 @@ kept once the census returns.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Set
+import types
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from . import roots
 from .containertypes import CONTAINER_TYPES
@@ -25,7 +26,66 @@ MAX_HEADS = 8  # instances of the growing types looked at from the roots
 
 def find(names: Set[str], deadline: float) -> List[Dict[str, Any]]:
     """[{"type", "holder", "links"}] for the chains of the types ``names`` whose heads the
-    user's roots lead to (two levels down: a local, an attribute of one)."""
+    user's roots lead to (two levels down: a local, an attribute of one); with the chains
+    of closures (``closures``) when functions or cells are among them."""
+    found = closures(deadline) if names & {"function", "cell"} else []
+    return found + _of_types(names, deadline)
+
+
+def closures(deadline: float) -> List[Dict[str, Any]]:
+    """[{"type": "function", "closure", "via", "holder", "links"}] for the chains of
+    closures the user's roots lead to: a function made again every round around the last
+    one (``f = wrap(f)``; a signal handler that calls the handler it replaced), each keeping
+    the one before it in a closure cell (``via``) and all it closes over."""
+    try:
+        heads = roots.find_matching(lambda v: closure_link(v) is not None, deadline, MAX_HEADS)
+    except Exception:  # noqa: BLE001 - a census never fails the program for a name
+        return []
+    out: List[Dict[str, Any]] = []
+    linked: Set[int] = set()
+    for holder, head in heads:
+        if id(head) in linked:
+            continue  # a link of a chain already counted (the handler's ``previous``)
+        via = closure_link(head)
+        fn, links = head, 0
+        while fn is not None and id(fn) not in linked and links < MAX_LINKS:
+            linked.add(id(fn))
+            links += 1
+            nxt = closure_link(fn)
+            fn = nxt[1] if nxt is not None else None
+        if via is not None and links >= MIN_LINKS:
+            qualname = getattr(head.__code__, "co_qualname", head.__code__.co_name)
+            out.append(
+                {
+                    "type": "function",
+                    "closure": str(qualname),
+                    "via": via[0],
+                    "holder": holder,
+                    "links": links,
+                }
+            )
+            if len(out) >= MAX_CHAINS:
+                break
+    return out
+
+
+def closure_link(fn: Any) -> Optional[Tuple[str, Any]]:
+    """(the free variable's name, its function) of the first closure cell of ``fn`` that
+    holds a function made by the same code, else None: one link of a chain of closures."""
+    if type(fn) is not types.FunctionType:
+        return None
+    code = fn.__code__
+    for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if type(value) is types.FunctionType and value.__code__ is code:
+            return name, value
+    return None
+
+
+def _of_types(names: Set[str], deadline: float) -> List[Dict[str, Any]]:
     names = {n for n in names if "." in n}  # builtins (dict, list, cell...) never chain
     if not names:
         return []

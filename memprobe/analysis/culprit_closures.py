@@ -1,0 +1,65 @@
+"""A chain of closures behind a culprit no variable of the user's was seen holding.
+
+A function made again every round around the one before it (``f = wrap(f)``; a signal
+handler that calls the handler it replaced, ``previous = signal.getsignal(sig)``) keeps
+every earlier one in a closure cell, and with each one what it closes over: a job with its
+arrays, a model. No container grows and no variable gains anything; the census sees only
+functions and cells grow. The agent follows such chains from the user's roots (its
+chains.py: ``{"type": "function", "closure", "via", "holder", "links"}``); a chain a later
+census found longer than an earlier one is named as the holder.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional, Tuple
+
+from memprobe.analysis.census import Profile
+from memprobe.analysis.culprit_make import Culprit
+from memprobe.analysis.hints import HINT_CLOSURE_CHAIN
+from memprobe.record import Evidence
+
+MIN_LINKS = 3  # a head and two below it (the agent reports no shorter one)
+
+
+def closure_chain(prof: Profile) -> Optional[Tuple[str, int, str, str]]:
+    """(holder, links, the function's name, the variable linking them) of the longest chain
+    of closures the censuses found, when a later census found it longer than the first one
+    that saw it; None otherwise."""
+    seen = []
+    for entry in prof.entries:
+        found = entry.get("chains")
+        for c in found if isinstance(found, list) else []:
+            if not isinstance(c, dict) or c.get("type") != "function":
+                continue
+            holder, links = c.get("holder"), c.get("links")
+            name, via = c.get("closure"), c.get("via")
+            if not (isinstance(holder, str) and isinstance(links, int) and links >= MIN_LINKS):
+                continue
+            seen.append((holder, links, str(name or "function"), str(via or "?")))
+    if not seen:
+        return None
+    best = max(seen, key=lambda c: c[1])
+    same = [c for c in seen if c[0] == best[0]]
+    grew = len(same) >= 2 and same[-1][1] > same[0][1]
+    # one look that found a long chain is a chain too: a handler chained fifty deep is no
+    # step's passing state, and a run whose censuses were few may have seen it only once
+    return best if grew or best[1] >= 2 * MIN_LINKS else None
+
+
+def with_closure_chain(c: Culprit, prof: Profile) -> Culprit:
+    """``c`` with the chain of closures as its holder, when it has none and one was found."""
+    if c.holder is not None:
+        return c
+    chain = closure_chain(prof)
+    if chain is None:
+        return c
+    holder, links, name, via = chain
+    sentence = (
+        f"{c.sentence} `{holder}` heads a chain of {links:,} `{name}` closures, each "
+        f"keeping the one before it (through `{via}`) and all it closes over."
+    )
+    evidence: Evidence = {**c.evidence, "chain_links": links}
+    return dataclasses.replace(
+        c, holder=holder, sentence=sentence, fix_hint=HINT_CLOSURE_CHAIN, evidence=evidence
+    )
