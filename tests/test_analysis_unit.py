@@ -1160,6 +1160,19 @@ def test_memory_rising_while_a_bounded_deque_fills_waits_for_the_fill() -> None:
         box = cast(Dict[str, Any], entry["containers"][0])
         box.update(scalar=True, elem_types=["tuple of numbers"])
     assert analyze(scalars).verdict == "leak"
+    # AND so does a chain of objects each keeping the one before, longer at every look
+    # (abandoned trace spans linked by `parent`: wild_v/leak_online_pricing_spans)
+    chained = _record({"rss_bytes": rss[:200]}, stride=10)
+    chained.processes[0].census.extend(_replay_census([(25, 25), (100, 100), (400, 400)]))
+    for entry, links in zip(chained.processes[0].census, (8, 12, 48)):
+        entry["chains"] = [{"type": "__main__.Span", "holder": "main:span", "links": links}]
+    assert analyze(chained).verdict == "leak"
+    # BUT not one that stays as long (a step's small tree caught in a local)
+    same = _record({"rss_bytes": rss[:200]}, stride=10)
+    same.processes[0].census.extend(_replay_census([(25, 25), (100, 100), (400, 400)]))
+    for entry in same.processes[0].census:
+        entry["chains"] = [{"type": "__main__.Node", "holder": "main:node", "links": 5}]
+    assert analyze(same).verdict != "leak"
 
 
 def test_memory_rising_while_a_bounded_lru_cache_fills_waits_for_the_fill() -> None:

@@ -1564,6 +1564,74 @@ def test_a_chain_of_closures_is_found_below_the_roots() -> None:
         del sys.modules[mod.__name__]
 
 
+def test_a_generator_that_goes_on_with_yield_from_itself_is_a_chain() -> None:
+    from memprobe.bootstrap.memprobe_agent import chains
+
+    # GIVEN a user module's epoch stream that goes on with `yield from` itself, six epochs
+    # in (each suspended one keeps its own copy of the data), and a generator that loops
+    def epochs(epoch: int) -> Iterator[int]:
+        copy = list(range(100))
+        yield epoch + len(copy) * 0
+        yield from epochs(epoch + 1)
+
+    def looping() -> Iterator[int]:
+        while True:
+            yield 0
+
+    mod: Any = types.ModuleType("stream_demo")
+    mod.__file__ = "/srv/app/stream_demo.py"
+    mod.stream = epochs(0)
+    mod.flat = looping()
+    for _ in range(6):
+        next(mod.stream)
+        next(mod.flat)
+    sys.modules[mod.__name__] = mod
+    try:
+        found = chains.find({"generator"}, time.perf_counter() + FAR)
+        # THEN the chain is named by the variable holding its head, its links counted
+        assert [(c["type"], c["holder"], c["via"]) for c in found] == [
+            ("generator", "stream_demo.stream", "yield from")
+        ]
+        assert found[0]["links"] >= 5 and found[0]["closure"].endswith("epochs")
+    finally:
+        del sys.modules[mod.__name__]
+
+
+def test_what_main_holds_is_named_by_main_before_a_worker_thread() -> None:
+    import threading
+
+    from memprobe.bootstrap.memprobe_agent import roots
+
+    # GIVEN a pool held by this (the main) thread's local and by a worker thread's `self`
+    class Pool:
+        def __init__(self) -> None:
+            self._scratch: Dict[str, bytes] = {}
+
+    pool = Pool()
+    stop = threading.Event()
+
+    def _run(self: Pool) -> None:
+        stop.wait(10)
+
+    worker = threading.Thread(target=_run, args=(pool,))
+    worker.start()
+    found: List[Tuple[str, Any]] = []
+
+    def look() -> None:
+        found.extend(roots.find_matching(lambda v: v is pool._scratch, time.perf_counter() + FAR))
+
+    # WHEN a third thread (the agent's) looks for the pool's dict
+    try:
+        looker = threading.Thread(target=look)
+        looker.start()
+        looker.join()
+    finally:
+        stop.set()
+        worker.join()
+    # THEN the main thread's local names it first
+    assert found and found[0][0].endswith(":pool._scratch"), found
+
+
 def test_handles_on_memory_outside_python_are_listed_with_what_they_hold() -> None:
     # GIVEN an in-memory sqlite3 database and a big bytearray on an object of a user module,
     # and a small bytearray and a closed connection beside them

@@ -339,6 +339,26 @@ def test_tensors_no_variable_holds_are_blamed_on_a_chain_of_closures() -> None:
         assert bare.culprit is not None and bare.culprit["holder"] is None, (links, bare)
 
 
+def test_tensors_kept_by_generators_suspended_in_a_chain_are_blamed_on_its_head() -> None:
+    from memprobe.analysis.culprit import attribute
+
+    # GIVEN an epoch stream that goes on with `yield from` itself (wild_u/leak_digits_epoch_
+    # stream: each suspended epoch keeps its augmented copy of the data), its chain below
+    # main's `stream` longer at each census
+    entries = []
+    for i, n in enumerate([4, 9, 17]):
+        e = census(5 + 100 * i, tensors=40 + 300 * i, grad_fn=0, roots=0, nodes=0)
+        link = {"type": "generator", "closure": "epoch_stream", "via": "yield from"}
+        e["chains"] = [{**link, "holder": "train.py:main:stream", "links": n}]
+        entries.append(e)
+    rec = record(entries, [leak("tensors:count")])
+    (f,) = attribute(rec, rec.findings)
+    # THEN its head is the holder, and the fix is a loop inside one generator
+    assert f.culprit is not None and f.culprit["holder"] == "train.py:main:stream", f
+    assert "chain of 17 suspended `epoch_stream` generators" in f.explanation
+    assert f.fix_hint is not None and "while True:" in f.fix_hint
+
+
 def test_a_growing_dict_of_closures_is_blamed_before_a_log_beside_it() -> None:
     # GIVEN a weight-drift monitor's history of (epoch, layer, drift) tuples growing every
     # step, and the optimizer's step post-hooks gaining a closure an epoch, each holding a

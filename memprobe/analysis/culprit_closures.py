@@ -1,12 +1,15 @@
-"""A chain of closures behind a culprit no variable of the user's was seen holding.
+"""A chain of closures or generators behind a culprit no variable of the user's was seen
+holding.
 
 A function made again every round around the one before it (``f = wrap(f)``; a signal
 handler that calls the handler it replaced, ``previous = signal.getsignal(sig)``) keeps
 every earlier one in a closure cell, and with each one what it closes over: a job with its
-arrays, a model. No container grows and no variable gains anything; the census sees only
-functions and cells grow. The agent follows such chains from the user's roots (its
-chains.py: ``{"type": "function", "closure", "via", "holder", "links"}``); a chain a later
-census found longer than an earlier one is named as the holder.
+arrays, a model. A generator that goes on with ``yield from`` itself keeps every earlier
+one suspended with its locals (an epoch's augmented copy of the data). No container grows
+and no variable gains anything; the census sees only functions, cells or generators grow.
+The agent follows such chains from the user's roots (its chains.py: ``{"type": "function" |
+"generator", "closure", "via", "holder", "links"}``); a chain a later census found longer
+than an earlier one is named as the holder.
 """
 
 from __future__ import annotations
@@ -16,27 +19,27 @@ from typing import Optional, Tuple
 
 from memprobe.analysis.census import Profile
 from memprobe.analysis.culprit_make import Culprit
-from memprobe.analysis.hints import HINT_CLOSURE_CHAIN
+from memprobe.analysis.hints import HINT_CLOSURE_CHAIN, HINT_GENERATOR_CHAIN
 from memprobe.record import Evidence
 
 MIN_LINKS = 3  # a head and two below it (the agent reports no shorter one)
 
 
-def closure_chain(prof: Profile) -> Optional[Tuple[str, int, str, str]]:
-    """(holder, links, the function's name, the variable linking them) of the longest chain
-    of closures the censuses found, when a later census found it longer than the first one
-    that saw it; None otherwise."""
+def closure_chain(prof: Profile) -> Optional[Tuple[str, int, str, str, str]]:
+    """(holder, links, the function's name, the variable linking them, "function" or
+    "generator") of the longest chain the censuses found, when a later census found it
+    longer than the first one that saw it; None otherwise."""
     seen = []
     for entry in prof.entries:
         found = entry.get("chains")
         for c in found if isinstance(found, list) else []:
-            if not isinstance(c, dict) or c.get("type") != "function":
+            if not isinstance(c, dict) or c.get("type") not in ("function", "generator"):
                 continue
             holder, links = c.get("holder"), c.get("links")
             name, via = c.get("closure"), c.get("via")
             if not (isinstance(holder, str) and isinstance(links, int) and links >= MIN_LINKS):
                 continue
-            seen.append((holder, links, str(name or "function"), str(via or "?")))
+            seen.append((holder, links, str(name or "?"), str(via or "?"), str(c["type"])))
     if not seen:
         return None
     best = max(seen, key=lambda c: c[1])
@@ -54,12 +57,16 @@ def with_closure_chain(c: Culprit, prof: Profile) -> Culprit:
     chain = closure_chain(prof)
     if chain is None:
         return c
-    holder, links, name, via = chain
-    sentence = (
-        f"{c.sentence} `{holder}` heads a chain of {links:,} `{name}` closures, each "
-        f"keeping the one before it (through `{via}`) and all it closes over."
-    )
+    holder, links, name, via, kind = chain
+    if kind == "generator":
+        tail = f"suspended `{name}` generators, each delegating to the next (`{via}`) and "
+        tail += "keeping its locals."
+    else:
+        tail = f"`{name}` closures, each keeping the one before it (through `{via}`) and "
+        tail += "all it closes over."
+    sentence = f"{c.sentence} `{holder}` heads a chain of {links:,} {tail}"
+    hint = HINT_GENERATOR_CHAIN if kind == "generator" else HINT_CLOSURE_CHAIN
     evidence: Evidence = {**c.evidence, "chain_links": links}
     return dataclasses.replace(
-        c, holder=holder, sentence=sentence, fix_hint=HINT_CLOSURE_CHAIN, evidence=evidence
+        c, holder=holder, sentence=sentence, fix_hint=hint, evidence=evidence
     )

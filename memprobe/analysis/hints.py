@@ -69,6 +69,10 @@ HINT_CLOSURE_CHAIN = (
     "calls the previous one): wrap the original once, or put the previous one back when done "
     "(`signal.signal(sig, previous)`), and close over numbers, not the objects themselves"
 )
+HINT_GENERATOR_CHAIN = (
+    "a generator that goes on with `yield from` itself never returns: every earlier one "
+    "stays suspended with its locals; loop inside one generator (`while True:`) instead"
+)
 HINT_FINALIZE = (
     "a `weakref.finalize(obj, func, *args)` stays registered until `obj` dies, and a `func` or "
     "argument that refers to `obj` (a bound method `obj.release`, a closure over it) keeps "

@@ -27,18 +27,21 @@ MAX_HEADS = 8  # instances of the growing types looked at from the roots
 def find(names: Set[str], deadline: float) -> List[Dict[str, Any]]:
     """[{"type", "holder", "links"}] for the chains of the types ``names`` whose heads the
     user's roots lead to (two levels down: a local, an attribute of one); with the chains
-    of closures (``closures``) when functions or cells are among them."""
-    found = closures(deadline) if names & {"function", "cell"} else []
+    of closures and generators (``closures``) when functions, cells or generators are among
+    them."""
+    found = closures(deadline) if names & {"function", "cell", "generator"} else []
     return found + _of_types(names, deadline)
 
 
 def closures(deadline: float) -> List[Dict[str, Any]]:
-    """[{"type": "function", "closure", "via", "holder", "links"}] for the chains of
-    closures the user's roots lead to: a function made again every round around the last
-    one (``f = wrap(f)``; a signal handler that calls the handler it replaced), each keeping
-    the one before it in a closure cell (``via``) and all it closes over."""
+    """[{"type": "function" | "generator", "closure", "via", "holder", "links"}] for the
+    chains of code the user's roots lead to, each link made by the same code and keeping the
+    one before it: a function made again every round around the last one (``f = wrap(f)``;
+    a signal handler that calls the handler it replaced: ``via`` its closure variable), a
+    generator that goes on with ``yield from`` itself (``via`` "yield from": each one stays
+    suspended with its locals)."""
     try:
-        heads = roots.find_matching(lambda v: closure_link(v) is not None, deadline, MAX_HEADS)
+        heads = roots.find_matching(lambda v: code_link(v) is not None, deadline, MAX_HEADS)
     except Exception:  # noqa: BLE001 - a census never fails the program for a name
         return []
     out: List[Dict[str, Any]] = []
@@ -46,19 +49,19 @@ def closures(deadline: float) -> List[Dict[str, Any]]:
     for holder, head in heads:
         if id(head) in linked:
             continue  # a link of a chain already counted (the handler's ``previous``)
-        via = closure_link(head)
-        fn, links = head, 0
-        while fn is not None and id(fn) not in linked and links < MAX_LINKS:
-            linked.add(id(fn))
+        via = code_link(head)
+        obj, links = head, 0
+        while obj is not None and id(obj) not in linked and links < MAX_LINKS:
+            linked.add(id(obj))
             links += 1
-            nxt = closure_link(fn)
-            fn = nxt[1] if nxt is not None else None
+            nxt = code_link(obj)
+            obj = nxt[1] if nxt is not None else None
         if via is not None and links >= MIN_LINKS:
-            qualname = getattr(head.__code__, "co_qualname", head.__code__.co_name)
+            code = _code(head)
             out.append(
                 {
-                    "type": "function",
-                    "closure": str(qualname),
+                    "type": "generator" if type(head) is types.GeneratorType else "function",
+                    "closure": str(getattr(code, "co_qualname", getattr(code, "co_name", "?"))),
                     "via": via[0],
                     "holder": holder,
                     "links": links,
@@ -69,13 +72,19 @@ def closures(deadline: float) -> List[Dict[str, Any]]:
     return out
 
 
-def closure_link(fn: Any) -> Optional[Tuple[str, Any]]:
-    """(the free variable's name, its function) of the first closure cell of ``fn`` that
-    holds a function made by the same code, else None: one link of a chain of closures."""
-    if type(fn) is not types.FunctionType:
+def code_link(obj: Any) -> Optional[Tuple[str, Any]]:
+    """One link of a chain of code: (the closure variable's name, its function) of the first
+    closure cell of a function that holds a function made by the same code, or ("yield
+    from", the generator) a generator delegates to when made by the same code; else None."""
+    if type(obj) is types.GeneratorType:
+        inner = obj.gi_yieldfrom
+        if type(inner) is types.GeneratorType and inner.gi_code is obj.gi_code:
+            return "yield from", inner
         return None
-    code = fn.__code__
-    for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+    if type(obj) is not types.FunctionType:
+        return None
+    code = obj.__code__
+    for name, cell in zip(code.co_freevars, obj.__closure__ or ()):
         try:
             value = cell.cell_contents
         except ValueError:  # an empty cell
@@ -83,6 +92,10 @@ def closure_link(fn: Any) -> Optional[Tuple[str, Any]]:
         if type(value) is types.FunctionType and value.__code__ is code:
             return name, value
     return None
+
+
+def _code(obj: Any) -> Any:
+    return obj.gi_code if type(obj) is types.GeneratorType else obj.__code__
 
 
 def _of_types(names: Set[str], deadline: float) -> List[Dict[str, Any]]:

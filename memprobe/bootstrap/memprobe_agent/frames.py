@@ -166,7 +166,10 @@ def thread_stacks() -> List[Tuple[str, List[types.FrameType]]]:
         return []
     current.pop(me, None)  # this very frame: see above
     tops: List[Tuple[str, Any]] = [(OWN, sys._getframe(1))]
-    tops.extend((OTHER, f) for f in current.values())
+    # the main thread's before the others': what main() holds is named by main()'s locals,
+    # not by a worker thread's ``self`` (``main:pool._scratch``, not ``_run:self._scratch``)
+    first = _main_ident()
+    tops.extend((OTHER, f) for _, f in sorted(current.items(), key=lambda kv: kv[0] != first))
     del current
     out: List[Tuple[str, List[types.FrameType]]] = []
     top: Any = None
@@ -184,6 +187,15 @@ def thread_stacks() -> List[Tuple[str, List[types.FrameType]]]:
         out.append((whose, stack))
     del tops, top, f
     return out
+
+
+def _main_ident() -> Optional[int]:
+    """The main thread's ident, read only where the target imported ``threading``."""
+    threading = sys.modules.get("threading")
+    try:
+        return int(threading.main_thread().ident) if threading is not None else None
+    except Exception:  # noqa: BLE001
+        return None
 
 
 def threading_ident() -> int:
