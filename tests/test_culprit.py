@@ -357,6 +357,14 @@ def test_tensors_kept_by_generators_suspended_in_a_chain_are_blamed_on_its_head(
     assert f.culprit is not None and f.culprit["holder"] == "train.py:main:stream", f
     assert "chain of 17 suspended `epoch_stream` generators" in f.explanation
     assert f.fix_hint is not None and "while True:" in f.fix_hint
+    # AND where memory alone grows (the copies are arrays no count follows), the chain is
+    # the culprit by itself
+    for e in entries:
+        e["tensors"]["count"] = 40
+    rec = record(entries, [leak("rss_bytes")])
+    (alone,) = attribute(rec, rec.findings)
+    assert alone.culprit is not None and alone.culprit["type"] == "generator", alone
+    assert alone.culprit["holder"] == "train.py:main:stream"
 
 
 def test_a_growing_dict_of_closures_is_blamed_before_a_log_beside_it() -> None:

@@ -76,7 +76,7 @@ def attribute(
             c: Optional[Culprit] = _watched(f.signal, by_pid.get(f.pid) if f.pid else None)
         else:
             c = culprit_for(f.signal, prof) if leak and prof else None
-            c = with_closure_chain(c, prof) if c is not None and prof else c
+            c = with_closure_chain(c, prof) if leak and prof else c
         if c is None:
             out.append(f)
             continue

@@ -18,7 +18,7 @@ import dataclasses
 from typing import Optional, Tuple
 
 from memprobe.analysis.census import Profile
-from memprobe.analysis.culprit_make import Culprit
+from memprobe.analysis.culprit_make import Culprit, make_culprit
 from memprobe.analysis.hints import HINT_CLOSURE_CHAIN, HINT_GENERATOR_CHAIN
 from memprobe.record import Evidence
 
@@ -50,13 +50,19 @@ def closure_chain(prof: Profile) -> Optional[Tuple[str, int, str, str, str]]:
     return best if grew or best[1] >= 2 * MIN_LINKS else None
 
 
-def with_closure_chain(c: Culprit, prof: Profile) -> Culprit:
-    """``c`` with the chain of closures as its holder, when it has none and one was found."""
-    if c.holder is not None:
+def with_closure_chain(c: Optional[Culprit], prof: Profile) -> Optional[Culprit]:
+    """``c`` with the chain of closures as its holder, when it has none and one was found;
+    the chain alone when nothing else was blamed (memory rising, and no count the censuses
+    could put it on: the epochs' copies of the data are arrays of the generators' locals)."""
+    if c is not None and c.holder is not None:
         return c
     chain = closure_chain(prof)
     if chain is None:
         return c
+    if c is None:
+        kind = chain[4]
+        c = make_culprit(prof, kind, None, False, "chain", None, "", {}, None)
+        c = dataclasses.replace(c, sentence=f"More `{chain[2]}` {kind}s stay alive.")
     holder, links, name, via, kind = chain
     if kind == "generator":
         tail = f"suspended `{name}` generators, each delegating to the next (`{via}`) and "
