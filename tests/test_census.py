@@ -1814,6 +1814,15 @@ def test_parameters_whose_grad_keeps_its_graph_are_counted() -> None:
     try:
         # THEN the census counts the weights and biases of the three models, not the plain
         assert _take()["payload"]["tensors"]["grad_graphs"] == 6
+        # BUT a census from another thread (the agent's, beside a program whose backward
+        # runs without the GIL and replaces .grad meanwhile) reads no .grad at all
+        import threading
+
+        beside: List[Dict[str, Any]] = []
+        reader = threading.Thread(target=lambda: beside.append(_take()))
+        reader.start()
+        reader.join()
+        assert beside[0]["payload"]["tensors"]["grad_graphs"] == 0
     finally:
         for m in models:
             for p in m.parameters():

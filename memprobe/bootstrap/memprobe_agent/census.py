@@ -301,6 +301,7 @@ def _tensor_stats(
     largest_bytes = 0
     grad_fn_count = 0
     grad_graphs = 0  # leaves whose .grad holds a graph: backward(create_graph=True)
+    grads = graphs.grads_readable()
     done = 0
     guard = ctx() if ctx is not None else _Null()
     with guard:
@@ -313,7 +314,7 @@ def _tensor_stats(
                 if graphs.holds_graph(t):
                     grad_fn_count += 1
                     holding.append(t)
-                elif graphs.grad_holds_graph(t):
+                elif grads and graphs.grad_holds_graph(t):
                     grad_graphs += 1
                 dev = str(t.device)
                 dtype = str(t.dtype).replace("torch.", "")

@@ -221,6 +221,19 @@ def holds_graph(t: Any) -> bool:
     return bool(t.requires_grad) and not t.is_leaf
 
 
+def grads_readable() -> bool:
+    """Whether ``.grad`` may be read here: only in the main thread, at a step boundary or in
+    its own call. A census from the agent's thread runs beside the program, and autograd's
+    engine lets go of the GIL while it runs a backward: it replaces a leaf's ``.grad``
+    (AccumulateGrad) while the getter reads it, and the two threads' reference counts on
+    the old gradient went wrong ("double free or corruption", the program aborted, in a loop
+    of ``backward(create_graph=True)`` without steps: tests/scripts/graph_shapes.py)."""
+    threading = sys.modules.get("threading")
+    if threading is None:
+        return True  # no thread was ever started: this is the only one
+    return bool(threading.current_thread() is threading.main_thread())
+
+
 def grad_holds_graph(t: Any) -> bool:
     """A leaf that requires grad whose ``.grad`` has a ``grad_fn`` (left by
     ``backward(create_graph=True)``): that graph refers back to the leaf, a reference cycle
