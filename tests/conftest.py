@@ -109,7 +109,10 @@ CORPUS_STEPS: Dict[str, int] = {
     # 9,000 steps of about a millisecond) end in 3-5 s, too short a clock to tell a leak
     # from the first steps filling caches; these last 5-10 s there, 15-30 s on a slow one
     "leak_total_loss.py": 5000,
-    "leak_rnn_no_detach.py": 20000,
+    "leak_rnn_no_detach.py": 30000,
+    # six lists, three found by the census at step 25 and three at step 100: their dense
+    # lengths need ten points after that, and 1,500 steps end 0.7-1.0 s after step 100 here
+    "leak_layer_grad_hists.py": 4000,
     "ok_loss_item.py": 900,  # its fixed twin, same length
     # an idle machine runs these fast: enough steps that the run lasts 10-20 s there too
     "ok_adam_warmup.py": 1200,
