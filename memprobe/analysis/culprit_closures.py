@@ -18,28 +18,22 @@ import dataclasses
 from typing import Optional, Tuple
 
 from memprobe.analysis.census import Profile
+from memprobe.analysis.chains import CHAIN_MIN_LINKS, sightings
 from memprobe.analysis.culprit_make import Culprit, make_culprit
 from memprobe.analysis.hints import HINT_CLOSURE_CHAIN, HINT_GENERATOR_CHAIN
 from memprobe.record import Evidence
-
-MIN_LINKS = 3  # a head and two below it (the agent reports no shorter one)
 
 
 def closure_chain(prof: Profile) -> Optional[Tuple[str, int, str, str, str]]:
     """(holder, links, the function's name, the variable linking them, "function" or
     "generator") of the longest chain the censuses found, when a later census found it
     longer than the first one that saw it; None otherwise."""
-    seen = []
-    for entry in prof.entries:
-        found = entry.get("chains")
-        for c in found if isinstance(found, list) else []:
-            if not isinstance(c, dict) or c.get("type") not in ("function", "generator"):
-                continue
-            holder, links = c.get("holder"), c.get("links")
-            name, via = c.get("closure"), c.get("via")
-            if not (isinstance(holder, str) and isinstance(links, int) and links >= MIN_LINKS):
-                continue
-            seen.append((holder, links, str(name or "?"), str(via or "?"), str(c["type"])))
+    seen = [
+        (c["holder"], c["links"], str(c.get("closure") or "?"), str(c.get("via") or "?"), kind)
+        for c in sightings(prof.entries)
+        for kind in [c.get("type")]
+        if kind in ("function", "generator") and c["links"] >= CHAIN_MIN_LINKS
+    ]
     if not seen:
         return None
     best = max(seen, key=lambda c: c[1])
@@ -47,7 +41,7 @@ def closure_chain(prof: Profile) -> Optional[Tuple[str, int, str, str, str]]:
     grew = len(same) >= 2 and same[-1][1] > same[0][1]
     # one look that found a long chain is a chain too: a handler chained fifty deep is no
     # step's passing state, and a run whose censuses were few may have seen it only once
-    return best if grew or best[1] >= 2 * MIN_LINKS else None
+    return best if grew or best[1] >= 2 * CHAIN_MIN_LINKS else None
 
 
 def with_closure_chain(c: Optional[Culprit], prof: Profile) -> Optional[Culprit]:
@@ -59,11 +53,10 @@ def with_closure_chain(c: Optional[Culprit], prof: Profile) -> Optional[Culprit]
     chain = closure_chain(prof)
     if chain is None:
         return c
-    if c is None:
-        kind = chain[4]
-        c = make_culprit(prof, kind, None, False, "chain", None, "", {}, None)
-        c = dataclasses.replace(c, sentence=f"More `{chain[2]}` {kind}s stay alive.")
     holder, links, name, via, kind = chain
+    if c is None:
+        alive = f"More `{name}` {kind}s stay alive."
+        c = make_culprit(prof, kind, None, False, "chain", None, alive, {}, None)
     if kind == "generator":
         tail = f"suspended `{name}` generators, each delegating to the next (`{via}`) and "
         tail += "keeping its locals."

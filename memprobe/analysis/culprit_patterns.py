@@ -5,9 +5,10 @@ never closed, NumPy arrays kept, unbounded containers, objects of one type).
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Optional, Tuple
 
 from memprobe.analysis.census import Container, Profile, light
+from memprobe.analysis.chains import CHAIN_MIN_LINKS, sightings
 from memprobe.analysis.culprit_make import TENSOR, Culprit, evidence_of, make_culprit
 from memprobe.analysis.culprit_tensors import graph_culprit, growing_tensor, tensors_culprit
 from memprobe.analysis.hints import (
@@ -36,7 +37,6 @@ from memprobe.analysis.series import container_holder
 from memprobe.analysis.wording import fmt_count
 from memprobe.bootstrap.memprobe_agent import wire
 
-CHAIN_MIN_LINKS = 3  # a head and two below it (the agent reports no shorter one)
 PYPLOT_FIGURES = "matplotlib.pyplot's open figures (Gcf.figs)"
 FIGURE = "matplotlib.figure.Figure"
 NDARRAY = wire.NDARRAY
@@ -366,15 +366,11 @@ def _chain(prof: Profile, name: str) -> Optional[Tuple[str, int]]:
     found it longer than an earlier one did; None otherwise. A chain that stays as long
     (a step's small tree of nodes pointing to their parent, caught in a local while the
     step runs) is no chain that grows."""
-    seen: List[Tuple[str, int]] = []
-    for entry in prof.entries:
-        found = entry.get("chains")
-        for c in found if isinstance(found, list) else []:
-            if not isinstance(c, dict) or c.get("type") != name:
-                continue
-            holder, links = c.get("holder"), c.get("links")
-            if isinstance(holder, str) and isinstance(links, int) and links >= CHAIN_MIN_LINKS:
-                seen.append((holder, links))
+    seen = [
+        (c["holder"], c["links"])
+        for c in sightings(prof.entries)
+        if c.get("type") == name and c["links"] >= CHAIN_MIN_LINKS
+    ]
     if len(seen) < 2 or seen[-1][1] <= seen[0][1]:
         return None
     return max(seen, key=lambda c: c[1])

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from memprobe.analysis.chains import sightings
 from memprobe.analysis.evidence import TENSOR_COUNT
 from memprobe.analysis.series import BLOCKS, container_holder
 from memprobe.analysis.verdict import LEAK, NO_LEAK, SignalVerdict
@@ -75,12 +76,8 @@ def chain_grows(census: Sequence[Mapping[str, Any]], looks: int = 3) -> bool:
     """A chain (type, holder) the censuses found at ``looks`` looks or more, longer at each
     one and at least twice as long at the last as at the first."""
     links: Dict[Tuple[str, str], List[int]] = {}
-    for entry in census:
-        found = entry.get("chains") if isinstance(entry, dict) else None
-        for c in found if isinstance(found, list) else []:
-            n = c.get("links") if isinstance(c, dict) else None
-            if isinstance(n, int) and not isinstance(n, bool):
-                links.setdefault((str(c.get("type")), str(c.get("holder"))), []).append(n)
+    for c in sightings(census):
+        links.setdefault((str(c.get("type")), c["holder"]), []).append(c["links"])
     return any(
         len(ns) >= looks and all(b > a for a, b in zip(ns, ns[1:])) and ns[-1] >= 2 * ns[0]
         for ns in links.values()

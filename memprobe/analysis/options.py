@@ -130,9 +130,8 @@ class DetectOptions:
         process judged on seconds: ``stepless`` when it never stepped (not the phase after
         a stepping process' steps), where a steep climb may be start-up, unless it
         ``ended``: what accumulated to its end is not (see ``overwhelming_span_factor``)."""
-        steep = self.overwhelming_span_factor
         own = replace(self, overwhelming_span_factor=1.0) if stepless else self
-        steep = 1.0 if stepless and not ended else steep
+        steep = 1.0 if stepless and not ended else self.overwhelming_span_factor
         short = replace(
             own, min_span_seconds=self.min_span_seconds_backed, overwhelming_span_factor=steep
         )

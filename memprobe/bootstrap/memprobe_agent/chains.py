@@ -49,20 +49,22 @@ def closures(deadline: float) -> List[Dict[str, Any]]:
     for holder, head in heads:
         if id(head) in linked:
             continue  # a link of a chain already counted (the handler's ``previous``)
-        via = code_link(head)
-        obj, links = head, 0
-        while obj is not None and id(obj) not in linked and links < MAX_LINKS:
-            linked.add(id(obj))
+        link = code_link(head)
+        if link is None:
+            continue
+        via, links = link[0], 1
+        linked.add(id(head))
+        while link is not None and id(link[1]) not in linked and links < MAX_LINKS:
+            linked.add(id(link[1]))
             links += 1
-            nxt = code_link(obj)
-            obj = nxt[1] if nxt is not None else None
-        if via is not None and links >= MIN_LINKS:
+            link = code_link(link[1])
+        if links >= MIN_LINKS:
             code = _code(head)
             out.append(
                 {
                     "type": "generator" if type(head) is types.GeneratorType else "function",
                     "closure": str(getattr(code, "co_qualname", getattr(code, "co_name", "?"))),
-                    "via": via[0],
+                    "via": via,
                     "holder": holder,
                     "links": links,
                 }

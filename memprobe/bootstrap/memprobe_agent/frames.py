@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import types
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
@@ -168,7 +169,7 @@ def thread_stacks() -> List[Tuple[str, List[types.FrameType]]]:
     tops: List[Tuple[str, Any]] = [(OWN, sys._getframe(1))]
     # the main thread's before the others': what main() holds is named by main()'s locals,
     # not by a worker thread's ``self`` (``main:pool._scratch``, not ``_run:self._scratch``)
-    first = _main_ident()
+    first = threading.main_thread().ident
     tops.extend((OTHER, f) for _, f in sorted(current.items(), key=lambda kv: kv[0] != first))
     del current
     out: List[Tuple[str, List[types.FrameType]]] = []
@@ -187,15 +188,6 @@ def thread_stacks() -> List[Tuple[str, List[types.FrameType]]]:
         out.append((whose, stack))
     del tops, top, f
     return out
-
-
-def _main_ident() -> Optional[int]:
-    """The main thread's ident, read only where the target imported ``threading``."""
-    threading = sys.modules.get("threading")
-    try:
-        return int(threading.main_thread().ident) if threading is not None else None
-    except Exception:  # noqa: BLE001
-        return None
 
 
 def threading_ident() -> int:

@@ -31,6 +31,7 @@ a tensor holds a graph is read without any wrapper (``requires_grad`` and not
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
@@ -228,10 +229,7 @@ def grads_readable() -> bool:
     (AccumulateGrad) while the getter reads it, and the two threads' reference counts on
     the old gradient went wrong ("double free or corruption", the program aborted, in a loop
     of ``backward(create_graph=True)`` without steps: tests/scripts/graph_shapes.py)."""
-    threading = sys.modules.get("threading")
-    if threading is None:
-        return True  # no thread was ever started: this is the only one
-    return bool(threading.current_thread() is threading.main_thread())
+    return threading.current_thread() is threading.main_thread()
 
 
 def grad_holds_graph(t: Any) -> bool:
