@@ -43,13 +43,7 @@ class DequeFill:
 
 
 def deque_fills(census: Sequence[Mapping[str, Any]], axis: str) -> List[DequeFill]:
-    """Every bounded deque seen short of full at some census, with where it fills up; none
-    where a chain of objects each keeping the one before grew at every look (the agent's
-    chains.py): that growth no bounded deque explains (wild_v/leak_online_pricing_spans:
-    abandoned spans linked by ``parent``, 8 to 326 over five censuses, beside a quarantine
-    deque of 500 batch summaries still filling)."""
-    if chain_grows(census):
-        return []
+    """Every bounded deque seen short of full at some census, with where it fills up."""
     seen: Dict[str, List[Tuple[float, int, int]]] = {}
     scalar: Dict[str, bool] = {}
     for entry in census:
@@ -149,16 +143,21 @@ def fill_holds_back(
     verdicts: Dict[str, SignalVerdict],
     fills: Sequence[DequeFill],
     judge_from: Callable[[str, float], SignalVerdict],
+    census: Sequence[Mapping[str, Any]] = (),
 ) -> Dict[str, SignalVerdict]:
     """Memory, heap blocks and the tensor count rising while a bounded deque fills (a
-    replay buffer): a warm-up that ends where the deque is full.
+    replay buffer): a warm-up that ends where the deque is full. Not while something else
+    grows: a container or object type that leaks, or a chain of objects each keeping the
+    one before that the ``census`` saw grow at every look (the agent's chains.py; no
+    bounded deque explains it: wild_v/leak_online_pricing_spans, abandoned spans linked by
+    ``parent``, 8 to 326 over five censuses, beside a quarantine deque still filling).
 
     A leak of one of them is judged again from where the last deque filled
     (``judge_from(name, x)``: the series from x on). Where that is past the series' end
     (still filling) it is inconclusive, waiting for the fill; once full, the series after
     the fill decides alone. A deque of numbers holds back only the heap blocks: its
     items weigh nothing of the memory."""
-    if _grows_elsewhere(verdicts):
+    if _grows_elsewhere(verdicts) or chain_grows(census):
         return verdicts
     dated = [(f.full_x, f) for f in fills if f.full_x is not None]
     # the last to fill: of every deque for the heap blocks, of those of objects for the rest

@@ -196,7 +196,7 @@ def judge_process(
     out = steady_needs_backing(out, kept, handle is not None and handle.backs)
     out = handle_backs(out, handle)
     fills = deque_fills(process.census, axis)
-    out = fill_holds_back(out, fills, lambda name, x: judge(name, backed_if_counts(name), x))
+    out = fill_holds_back(out, fills, lambda n, x: judge(n, backed_if_counts(n), x), process.census)
     out = closed_figures_hold_back(out)
     if axis == "step":
         # the phase after the last step (evaluation, rollouts): on seconds, see phases.py
