@@ -103,7 +103,9 @@ CORPUS_STEPS: Dict[str, int] = {
     "leak_rnn_hidden.py": 120,  # backward time grows with the (leaking) graph
     "leak_matplotlib_figures.py": 250,  # one figure render per 5 steps: 50 figures
     "leak_model_clones.py": 200,  # a deepcopy every 4 steps: 50 clones
-    "leak_episode_history.py": 200,
+    # 200 episodes ended in 4-6 s on these machines, a clock too short to call it
+    # within when the machine runs two corpus scripts at once; 2,000: about 11 s here
+    "leak_episode_history.py": 2000,
     "leak_loss_list.py": 900,  # called "leak" from step ~150 on
     # one graph chained across every step: on a fast machine their defaults (1,500 and
     # 9,000 steps of about a millisecond) end in 3-5 s, too short a clock to tell a leak
