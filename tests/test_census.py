@@ -1486,6 +1486,42 @@ def test_what_keeps_a_growing_type_with_no_container_is_watched_by_holder() -> N
     assert facts["freed"]
 
 
+def test_a_chain_headed_by_a_context_variable_is_named_by_the_variable() -> None:
+    import contextvars
+
+    from memprobe.bootstrap.memprobe_agent import chains
+    from memprobe.bootstrap.memprobe_agent.typeinfo import type_name
+
+    # GIVEN trace spans, each new one taking the current span as its parent, where an error
+    # path never resets the ContextVar: the variable's value heads a chain of every span
+    class Span:
+        def __init__(self, parent: Any) -> None:
+            self.parent = parent
+            self.attrs = {"rows": list(range(10))}
+
+    mod: Any = types.ModuleType("span_demo")
+    mod.__file__ = "/srv/app/span_demo.py"
+    mod._current_span = contextvars.ContextVar("current_span", default=None)
+    sys.modules[mod.__name__] = mod
+
+    def run() -> List[Dict[str, Any]]:
+        for _ in range(8):
+            mod._current_span.set(Span(mod._current_span.get()))
+        # WHEN a census looks from the thread whose context set it (a step boundary's)
+        return chains.find({type_name(Span)}, time.perf_counter() + FAR)
+
+    try:
+        found = contextvars.copy_context().run(run)
+        # THEN the variable names the chain, as the code reads it, with its link
+        assert [(c["holder"], c["links"], c["via"]) for c in found] == [
+            ("span_demo._current_span.get()", 8, "parent")
+        ]
+        # AND from a context that never set it (the agent's own thread) nothing is made up
+        assert chains.find({type_name(Span)}, time.perf_counter() + FAR) == []
+    finally:
+        del sys.modules[mod.__name__]
+
+
 def test_a_chain_of_a_growing_type_is_found_below_the_roots() -> None:
     from memprobe.bootstrap.memprobe_agent import chains
     from memprobe.bootstrap.memprobe_agent.typeinfo import type_name
@@ -1517,6 +1553,8 @@ def test_a_chain_of_a_growing_type_is_found_below_the_roots() -> None:
         # THEN the chain is named by the variable holding its head, its links counted
         assert [(c["holder"], c["links"]) for c in found] == [("chain_demo.state.train_set", 6)]
         assert found[0]["type"].endswith("Subset")
+        # AND by the attribute that links each to the one before it
+        assert found[0]["via"] == "dataset"
         # AND a type no census saw grow is not looked for
         assert chains.find({"dict"}, time.perf_counter() + FAR) == []
     finally:

@@ -285,14 +285,16 @@ def test_a_chain_of_a_growing_type_is_named_by_the_variable_holding_its_head() -
         for i, (step, n) in enumerate([(25, links[0]), (100, links[1]), (400, links[2])]):
             e = census(step, types={subset: {"count": n}})
             e["growing_types"] = [{"type": subset, "count": n, "delta": 4 + i}]
-            e["chains"] = [{"type": subset, "holder": "main:train_set", "links": n}] if n else []
+            chain = {"type": subset, "holder": "main:train_set", "links": n, "via": "dataset"}
+            e["chains"] = [chain] if n else []
             out.append(e)
         return out
 
     c = culprit_for("rss_bytes", build_profile(entries([2, 6, 12])))
-    # THEN the head's holder is named, with the chain's length at its longest
+    # THEN the head's holder is named, with the chain's length at its longest and its link
     assert c is not None and c.type == subset and c.holder == "main:train_set", c
-    assert c.evidence.get("chain_links") == 12 and "heads a chain of 12" in c.sentence
+    assert c.evidence.get("chain_links") == 12
+    assert "heads a chain of 12 linked by `.dataset`" in c.sentence
     assert c.fix_hint is not None and "base object" in c.fix_hint
     # BUT without a chain the type alone is said, as before
     bare = culprit_for("rss_bytes", build_profile(entries([0, 0, 0])))

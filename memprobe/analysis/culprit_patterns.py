@@ -330,7 +330,8 @@ def _of_type(prof: Profile, name: str) -> Optional[Culprit]:
     rate = prof.type_rate(name)
     chain = _chain(prof, name)
     if chain is not None:
-        holder, links = chain
+        holder, links, via = chain
+        link = f" linked by `.{via}`" if via else ""
         return make_culprit(
             prof,
             name,
@@ -339,7 +340,7 @@ def _of_type(prof: Profile, name: str) -> Optional[Culprit]:
             "chain",
             HINT_CHAIN,
             f"{fmt_count(rate)} more live `{name}` objects per {prof.per}, each keeping the "
-            f"one before it: `{holder}` heads a chain of {links:,}.",
+            f"one before it: `{holder}` heads a chain of {links:,}{link}.",
             evidence_of(per_step=rate, chain_links=links),
             None,
         )
@@ -360,14 +361,14 @@ def _of_type(prof: Profile, name: str) -> Optional[Culprit]:
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def _chain(prof: Profile, name: str) -> Optional[Tuple[str, int]]:
-    """(holder, links) of the longest chain of ``name`` the censuses found (the agent's
-    chains.py: objects of a growing type each keeping the one before), when a later census
-    found it longer than an earlier one did; None otherwise. A chain that stays as long
-    (a step's small tree of nodes pointing to their parent, caught in a local while the
-    step runs) is no chain that grows."""
+def _chain(prof: Profile, name: str) -> Optional[Tuple[str, int, str]]:
+    """(holder, links, link attribute or '') of the longest chain of ``name`` the censuses
+    found (the agent's chains.py: objects of a growing type each keeping the one before),
+    when a later census found it longer than an earlier one did; None otherwise. A chain
+    that stays as long (a step's small tree of nodes pointing to their parent, caught in a
+    local while the step runs) is no chain that grows."""
     seen = [
-        (c["holder"], c["links"])
+        (c["holder"], c["links"], str(c.get("via") or ""))
         for c in sightings(prof.entries)
         if c.get("type") == name and c["links"] >= CHAIN_MIN_LINKS
     ]

@@ -25,7 +25,7 @@ MAX_HEADS = 8  # instances of the growing types looked at from the roots
 
 
 def find(names: Set[str], deadline: float) -> List[Dict[str, Any]]:
-    """[{"type", "holder", "links"}] for the chains of the types ``names`` whose heads the
+    """[{"type", "holder", "links", "via"}] for the chains of the types ``names`` whose heads the
     user's roots lead to (two levels down: a local, an attribute of one); with the chains
     of closures and generators (``closures``) when functions, cells or generators are among
     them."""
@@ -124,27 +124,31 @@ def _of_types(names: Set[str], deadline: float) -> List[Dict[str, Any]]:
         name = type_name(type(head))
         if any(c["type"] == name for c in out):
             continue
-        links = length(head)
+        links, via = length(head)
         if links >= MIN_LINKS:
-            out.append({"type": name, "holder": holder, "links": links})
+            out.append({"type": name, "holder": holder, "links": links, "via": via})
             if len(out) >= MAX_CHAINS:
                 break
     return out
 
 
-def length(head: Any) -> int:
-    """Links from ``head`` down through attributes holding an object of its own type."""
+def length(head: Any) -> Tuple[int, str]:
+    """Links from ``head`` down through attributes holding an object of its own type, and
+    the name of the first such attribute (``parent``: what a person calls the link)."""
     cls = type(head)
     seen = {id(head)}
     obj = head
+    via = ""
     while len(seen) < MAX_LINKS:
         d = instance_dict(obj)
         try:
-            nxt = next((v for v in list(d.values()) if type(v) is cls), None) if d else None
+            link = next(((k, v) for k, v in list(d.items()) if type(v) is cls), None) if d else None
         except RuntimeError:  # changed size under us (another thread)
             break
-        if nxt is None or id(nxt) in seen:
+        if link is None or id(link[1]) in seen:
             break
-        seen.add(id(nxt))
-        obj = nxt
-    return len(seen)
+        if not via and isinstance(link[0], str):
+            via = link[0]
+        seen.add(id(link[1]))
+        obj = link[1]
+    return len(seen), via

@@ -49,6 +49,8 @@ _SKIP = (
 # | ("lruitem", None): a key or result an lru_cache holds | ("tls", (i, name)): an attribute of
 # a ``threading.local`` in the i-th thread that set one (see thread_local_dicts)
 # | ("cvdefault", None): a ``contextvars.ContextVar``'s default (see cvar_default)
+# | ("cvvalue", None): its value in the census thread's context (see cvar_current; not
+# followable: another thread, the agent's, reads the default there)
 # | ("cycled", None): what an ``itertools.cycle`` saved of its first pass (see cycle_saved)
 # | ("self", None): a bound method's object
 Step = Tuple[str, Any]
@@ -165,6 +167,8 @@ def _render(root: str, steps: List[Step]) -> Tuple[str, List[str]]:
             part = f"({value}=…)"
         elif kind == "cvdefault":
             part = "(default=…)"  # as it was made: ContextVar("trace", default=[])
+        elif kind == "cvvalue":
+            part = ".get()"  # what the code that set it reads back
         elif kind == "cycled":
             part = ".<cycle saved>"  # what itertools.cycle(...) keeps of its first pass
         elif kind == "self":

@@ -35,6 +35,7 @@ from .holders import FOLLOWABLE, Step, c_fields, result
 from .lrucache import LRU_WRAPPER, lru_cache_dict
 from .registries import known_registries
 from .typeinfo import (
+    cvar_current,
     cvar_default,
     cycle_saved,
     instance_dict,
@@ -342,8 +343,8 @@ def _children(value: Any) -> List[Tuple[Step, Any]]:
     if _thread._local in mro(cls):
         return _thread_local_children(value)
     if cls is contextvars.ContextVar:
-        default = cvar_default(value)
-        return [(("cvdefault", None), default)] if default is not None else []
+        now = (("cvvalue", cvar_current(value)), ("cvdefault", cvar_default(value)))
+        return [((kind, None), v) for kind, v in now if v is not None]
     saved = cycle_saved(value)
     if saved is not None:
         return [(("cycled", None), saved)]

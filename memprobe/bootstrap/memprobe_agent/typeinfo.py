@@ -146,6 +146,24 @@ def cvar_default(var: Any) -> Any:
         return None
 
 
+_UNSET = object()
+
+
+def cvar_current(var: Any) -> Any:
+    """A ``contextvars.ContextVar``'s value in the calling thread's context when it is not
+    the default, else None (C code only). A census at a step boundary runs in the thread
+    that steps: a ``ContextVar`` set there and never reset (``token`` lost on an error
+    path) keeps its value for the rest of the run. From the agent's own thread, whose
+    context the target never set, this is None."""
+    try:
+        value = var.get(_UNSET)
+    except Exception:  # noqa: BLE001
+        return None
+    if value is _UNSET or value is None or value is cvar_default(var):
+        return None
+    return value
+
+
 def cycle_saved(it: Any) -> Any:
     """The list an ``itertools.cycle`` keeps of every item its first pass yielded, or None
     (gc's view of the object: C code only). Over an iterable longer than the run, that pass
