@@ -70,6 +70,7 @@ RUNS: Dict[str, List[str]] = {  # longest first
         "10",
     ],
     "subproc": [str(SAMPLES / "mp_subprocess.py"), "--seconds", "14"],
+    "manager": [str(SAMPLES / "mp_manager.py"), "--leak", "--seconds", "10"],
     "pool": [str(SAMPLES / "mp_pool.py"), "--leak", "--seconds", "8"],
 }
 
@@ -321,3 +322,28 @@ def test_copy_on_access_shows_in_worker_uss_not_rss(cow: Record) -> None:
     assert _verdict(cow, main["pid"], "rss_bytes") != "leak"
     hints = " ".join(f.get("fix_hint") or "" for f in cow["findings"])
     assert "13246" in hints and "NumPy" in hints
+
+
+@pytest.fixture(scope="module")
+def manager(runs: _Runs) -> Record:
+    return runs.record("manager")
+
+
+def test_a_managers_shared_list_is_named_by_the_proxy_that_feeds_it(manager: Record) -> None:
+    # GIVEN a trainer appending every episode to a Manager().list() held in main()'s locals
+    # (a dashboard process reads the last one): the list lives in the manager's process
+    (main,) = _procs(manager, "main")
+    (server,) = [p for p in _procs(manager, "child") if p["name"].startswith("SyncManager")]
+    name = "container:mp_manager.py:main:episodes:len"
+    # THEN the server's list is followed under the name the trainer's code uses for it
+    assert name in server["series"], sorted(server["series"])
+    assert _growth(server, name) >= 50
+    # AND the finding is the server's, holding that list, while the trainer's memory is flat
+    holders = {
+        (f["pid"], (f.get("culprit") or {}).get("holder"))
+        for f in manager["findings"]
+        if f["verdict"] == "leak"
+    }
+    assert (server["pid"], "mp_manager.py:main:episodes") in holders, holders
+    assert _memory_leaks(manager, main["pid"]) == {}
+    assert manager["verdict"] == "leak"

@@ -214,6 +214,48 @@ def _rank_record(
     return dataclasses.replace(rec, processes=procs, started_at=started_at)
 
 
+def test_a_managers_series_is_named_by_the_holder_of_its_proxy() -> None:
+    from memprobe.collect.managed import name_shared
+    from memprobe.record import Process, Series
+
+    def series(n: int) -> Series:
+        return Series(
+            step=[None] * n, t=[float(i) for i in range(n)], value=[float(i) for i in range(n)]
+        )
+
+    # GIVEN a trainer whose census found two proxies, and the manager's process whose
+    # agent reported two shared lists that grew (one of them no census found a proxy for)
+    proxies = [
+        {
+            "id": "7f01",
+            "holder": "train.py:main:episodes",
+            "type": "multiprocessing.managers.ListProxy",
+        },
+        {"id": "7f02", "holder": "__main__.stats", "type": "multiprocessing.managers.DictProxy"},
+    ]
+    trainer = Process(pid=10, census=[{"step": 25, "proxies": proxies}])  # type: ignore[typeddict-unknown-key]
+    server = Process(
+        pid=11,
+        parent_pid=10,
+        role="child",
+        series={
+            "rss_bytes": series(5),
+            "container:manager[7f01]:len": series(5),
+            "container:manager[7f09]:len": series(5),
+        },
+    )
+    named = name_shared([trainer, server])
+    # THEN the shared list is called what the trainer calls it; the other keeps its ident
+    assert sorted(named[1].series) == [
+        "container:manager[7f09]:len",
+        "container:train.py:main:episodes:len",
+        "rss_bytes",
+    ]
+    assert named[0] is trainer  # nothing to rename there
+    # AND without any proxy the processes are returned as they were
+    assert name_shared([server]) == [server]
+
+
 def test_merge_labels_nodes_shifts_clock_and_keeps_pids_apart(schema: Dict[str, Any]) -> None:
     # GIVEN two single-node records whose processes have the same pids, node b started 2 s later
     a = _rank_record(500, T0, None)

@@ -12,6 +12,7 @@ from typing import Dict, List, Optional, Tuple, cast
 from memprobe import __version__
 from memprobe.bootstrap.memprobe_agent import wire
 from memprobe.collect.censusbuf import CENSUS_HEAD, MAX_CENSUS
+from memprobe.collect.managed import name_shared
 from memprobe.collect.process import ProcState, all_series
 from memprobe.collect.roles import Who, identify, order
 from memprobe.collect.state import RunState
@@ -34,6 +35,7 @@ def build_record(
     kept = [pid for pid in ordered if not short_lived(procs[pid], who[pid])]
     points, censuses = _quotas(state.max_points, [procs[pid] for pid in kept])
     processes = [_process(procs[pid], who[pid], points, censuses, compact) for pid in kept]
+    processes = name_shared(processes)  # a manager's objects by their proxies' holders
     keep = set(kept)
     left_out = [who[pid] for pid in ordered if pid not in keep]
     events = list(state.events) + _summary_events(left_out, state.garbage_lines, duration_s)

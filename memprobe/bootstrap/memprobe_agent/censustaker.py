@@ -9,9 +9,9 @@ Census message (``k: "census"``): ``v`` holds the scalar signals
 (``objects:<type>`` for the growing types only, ``tensors:*``, ``graph:*``,
 ``ndarray:*``, ``modules:*``, ``figures:count``, ``container:<holder>:len``);
 the rest is the payload: ``seq``, ``objects_total``, ``stride``, ``types``,
-``growing_types``, ``tensors``, ``graphs``, ``ndarray``, ``modules``,
-``figures``, ``containers``, ``tracemalloc`` (when a window ended),
-``duration_s``, ``truncated``, ``budget``.
+``growing_types``, ``tensors``, ``graphs``, ``ndarray``, ``modules``, ``figures``,
+``containers``, ``chains``, ``proxies`` (managed.py), ``tracemalloc`` (when a window
+ended), ``duration_s``, ``truncated``, ``budget``.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 from . import arrays, carried, census, chains, graphs, native, referents, roots, threadsafe, wire
 from .budget import Budget
 from .containers import ContainerTracker
+from .managed import shared_names
 from .tmwindow import TraceWindow
 from .userroots import CENSUS_SUSPENDED
 
@@ -228,6 +229,7 @@ class CensusTaker:
         found = chains.find(growing_names, time.perf_counter() + self.deadline_s / 8)
         if found:
             payload["chains"] = found  # each new one keeps the last (chains.py)
+        payload.update(shared_names(time.perf_counter() + self.deadline_s / 8))
         if self.tm.mode == "always" and self.tm.active and tm_result is None:
             tm_result = self.tm.end(step or 0, now)
         if tm_result is not None:

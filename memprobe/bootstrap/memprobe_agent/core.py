@@ -17,7 +17,18 @@ import threading
 import time
 from typing import Any, Dict, Optional, Set
 
-from . import cheap, expensive, identity, interrupts, relay, stepon, watching, wire, workerdata
+from . import (
+    cheap,
+    expensive,
+    identity,
+    interrupts,
+    managed,
+    relay,
+    stepon,
+    watching,
+    wire,
+    workerdata,
+)
 from .sampler import Sampler
 
 _agent: Optional[Agent] = None
@@ -73,6 +84,7 @@ class Agent(Sampler):
         self.live = cheap.LiveCounts()
         self.ident = identity.Identity(forked_from)
         self.dataset: Optional[workerdata.DatasetWatch] = None
+        self.managed: Optional[managed.ManagerWatch] = None  # in a manager's server process
         # a forked child starts with no watches: measuring the parent's objects there would
         # copy the pages it shares with its parent (see expensive.py)
         self.watches = watching.Watches(
@@ -157,6 +169,8 @@ class Agent(Sampler):
                     self.collect("step_on", self.step_on.poll)
                 if self.ident.worker_id is not None and self.dataset is None:
                     self.dataset = workerdata.DatasetWatch()
+                if self.managed is None and managed.server() is not None:
+                    self.managed = managed.ManagerWatch()
                 if self.relay is not None and self.relay.poll():
                     self.event(
                         "relay",
@@ -172,8 +186,7 @@ class Agent(Sampler):
                 ):
                     self.last_bg_sample = now
                     values = self.sample(None, now)
-                    if self.dataset is not None:
-                        self._dataset_sample(now)
+                    self._shared_sample(now)
                     exp = self.expensive
                     if self.collect("evidence", exp.wants_look, values, now, True):
                         self.collect("expensive", exp.look_tick, now)
@@ -184,8 +197,14 @@ class Agent(Sampler):
                 poll = max(poll, 1.0)
             self.thread_cpu = time.thread_time()  # this thread's, since it started
 
-    def _dataset_sample(self, now: float) -> None:
-        values = self.collect("dataset", self.dataset.poll) if self.dataset else None
+    def _shared_sample(self, now: float) -> None:
+        """What this process keeps for others, read without a census: a DataLoader worker's
+        dataset (workerdata.py), a manager's shared objects (managed.py)."""
+        values: Dict[str, float] = {}
+        if self.dataset is not None:
+            values.update(self.collect("dataset", self.dataset.poll) or {})
+        if self.managed is not None:
+            values.update(self.collect("managed", self.managed.poll) or {})
         if values:
             self.emit({"k": wire.K_SAMPLE, "t": now - self.t0, "step": None, "v": values})
 

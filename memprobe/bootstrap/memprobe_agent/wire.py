@@ -83,6 +83,9 @@ SCALAR_TYPES = frozenset(
     + ["numpy.longlong", "numpy.ulonglong", "numpy.intc", "numpy.uintc"]
 )
 NDARRAY = "numpy.ndarray"
+# a manager's shared object, in its server process: ``container:manager[<ident>]:len`` until
+# the record names it by the proxy's holder (managed.py, collect/managed.py)
+MANAGED_PREFIX = "manager["
 TENSOR = "torch.Tensor"
 
 DEFAULT_SAMPLE_INTERVAL_S = 0.1  # minimum spacing of cheap samples at step boundaries
