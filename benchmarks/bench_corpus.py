@@ -72,8 +72,8 @@ FRESH = SAMPLES / "fresh"
 # one in stop 32 ("wild_j"), one in stop 33 ("wild_k"), one in stop 34 ("wild_l"), one in
 # stop 35 ("wild_m"), one in stop 36 ("wild_n"), two in stop 37 ("wild_o", and "wild_p"
 # of correct scripts only), two in stop 38 ("wild_q", and "wild_r" of mostly correct
-# scripts), two in stop 39 ("wild_s", "wild_t") and two in stop 40 ("wild_u", "wild_v"),
-# run before any change made for them
+# scripts), two in stop 39 ("wild_s", "wild_t"), two in stop 40 ("wild_u", "wild_v") and
+# two in stop 41 ("wild_w", "wild_x"), run before any change made for them
 CORPORA = {
     "sample": SAMPLES,
     "heldout": HELDOUT,
@@ -100,6 +100,8 @@ CORPORA = {
     "wild_t": SAMPLES / "wild_t",
     "wild_u": SAMPLES / "wild_u",
     "wild_v": SAMPLES / "wild_v",
+    "wild_w": SAMPLES / "wild_w",
+    "wild_x": SAMPLES / "wild_x",
 }
 N_CUTS = 40
 HEADER_LINES = 12
