@@ -26,6 +26,7 @@ from memprobe.bootstrap.memprobe_agent import (
     slots,
 )
 from memprobe.bootstrap.memprobe_agent.interrupts import Interrupts
+from memprobe.bootstrap.memprobe_agent.typeinfo import ident
 
 torch = pytest.importorskip("torch")
 
@@ -151,7 +152,7 @@ def test_census_and_holders_run_no_target_code() -> None:
     try:
         # WHEN a census runs and holders are looked for
         res = _take()
-        roots.search({id(mod.items)}, time.perf_counter() + FAR)
+        roots.search({ident(mod.items)}, time.perf_counter() + FAR)
         holders.find_holders([mod.items], time.perf_counter() + 1.0, set())
         del res
     finally:
@@ -175,7 +176,7 @@ def test_an_object_kept_by_its_bound_method_in_a_registry_is_named_through_it() 
     sys.modules["registry_demo"] = mod
     try:
         jobs = [cb.__self__ for cb in mod.callbacks]
-        found = holders.find_holders(jobs[-1:], time.perf_counter() + FAR, {id(jobs)})
+        found = holders.find_holders(jobs[-1:], time.perf_counter() + FAR, {ident(jobs)})
     finally:
         del sys.modules["registry_demo"]
     # THEN the job is named through the registry and the method's object
@@ -207,7 +208,7 @@ def test_a_list_a_partials_function_closes_over_is_named_through_the_partial() -
     mod.trainer = Trainer()
     for i in range(10):
         mod.trainer.loss_fn(i)
-    fid = id(mod.trainer.loss_fn.keywords["window_fn"].__closure__[0].cell_contents)
+    fid = ident(mod.trainer.loss_fn.keywords["window_fn"].__closure__[0].cell_contents)
     sys.modules["partial_demo"] = mod
     try:
         found = roots.search({fid}, time.perf_counter() + FAR)
@@ -248,7 +249,7 @@ def test_holder_paths_from_recognisable_roots() -> None:
     sys.modules["holders_demo"] = mod
     history = [0] * 5  # a frame local
     try:
-        want = [id(mod.losses), id(trainer.actor_losses), id(history)]
+        want = [ident(mod.losses), ident(trainer.actor_losses), ident(history)]
         found = roots.search(set(want), time.perf_counter() + FAR)
         by_class = holders.find_holders([Registry.entries], time.perf_counter() + FAR, set())
         again = holders.resolve(found[want[1]]["path"])
@@ -263,6 +264,37 @@ def test_holder_paths_from_recognisable_roots() -> None:
     assert by_class[0]["holder"].endswith("Registry.entries")
     # AND a module-rooted path can be followed again without a heap scan
     assert again is trainer.actor_losses
+    # AND an attribute's class is said beside the variable's name (``prof.records`` reads
+    # ``CallProfiler.records``); a module global or a local has none
+    assert found[want[1]]["owners"] == ["SimpleNamespace.actor_losses"]
+    assert "owners" not in found[want[0]] and "owners" not in found[want[2]]
+
+
+def test_each_attribute_on_a_holder_path_is_said_with_its_class() -> None:
+    # GIVEN a dashboard object in a user module whose axes (a library's object) keep a list
+    class Axes:
+        def __init__(self) -> None:
+            self._children: List[Any] = [None] * 5
+
+    class TrainingDashboard:
+        def __init__(self) -> None:
+            self.ax_attn = Axes()
+
+    mod = types.ModuleType("dash_demo")
+    mod.__file__ = "/srv/project/dash_demo.py"
+    mod.dash = TrainingDashboard()  # type: ignore[attr-defined]
+    sys.modules["dash_demo"] = mod
+    try:
+        target = ident(mod.dash.ax_attn._children)
+        found = roots.search({target}, time.perf_counter() + FAR)
+    finally:
+        del sys.modules["dash_demo"]
+    # THEN the path names the variables, and each attribute its class, outermost first
+    assert found[target]["holder"] == "dash_demo.dash.ax_attn._children"
+    assert [o.rsplit(".", 2)[-2:] for o in found[target]["owners"]] == [
+        ["TrainingDashboard", "ax_attn"],
+        ["Axes", "_children"],
+    ]
 
 
 def test_a_node_deep_in_a_tree_of_dicts_is_named_from_the_tree_s_holder() -> None:
@@ -277,7 +309,7 @@ def test_a_node_deep_in_a_tree_of_dicts_is_named_from_the_tree_s_holder() -> Non
     deep = mod.index._root
     for ch in "track order 12":
         deep = deep[ch]
-    deep_id = id(deep)
+    deep_id = ident(deep)
     del deep, node  # no local of this test's frame names it
     # (and a list as deep below a chain of objects: not a tree of dicts, not walked so deep)
     chain: Any = types.SimpleNamespace()
@@ -286,7 +318,7 @@ def test_a_node_deep_in_a_tree_of_dicts_is_named_from_the_tree_s_holder() -> Non
         tail.next = types.SimpleNamespace()
         tail = tail.next
     tail.items = [1, 2, 3]
-    items_id = id(tail.items)
+    items_id = ident(tail.items)
     del tail
     sys.modules["trie_demo"] = mod
     try:
@@ -311,7 +343,7 @@ def test_a_list_in_a_worker_threads_threading_local_is_named_by_its_attribute() 
 
     def worker() -> None:
         mod.tracer._local.spans = [{"t0": 0.0}] * 5
-        ids.append(id(mod.tracer._local.spans))
+        ids.append(ident(mod.tracer._local.spans))
         made.wait()
         done.wait()
 
@@ -323,7 +355,7 @@ def test_a_list_in_a_worker_threads_threading_local_is_named_by_its_attribute() 
     try:
         # WHEN the holder search runs in another thread (as the agent's does)
         found = roots.search(set(ids), time.perf_counter() + FAR)
-        again = {id(holders.resolve(found[i]["path"])) for i in ids}
+        again = {ident(holders.resolve(found[i]["path"])) for i in ids}
     finally:
         del sys.modules["tls_demo"]
         done.set()
@@ -346,12 +378,12 @@ def test_the_registry_of_weakref_finalize_is_named() -> None:
     # keeps each alive in the registry a class of the standard library holds)
     kept = [Staging() for _ in range(3)]
     finalizers = [weakref.finalize(obj, obj.release) for obj in kept]
-    registry = id(vars(weakref.finalize)["_registry"])  # (no local of this test names it)
+    registry = ident(vars(weakref.finalize)["_registry"])  # (no local of this test names it)
     try:
         found = roots.search({registry}, time.perf_counter() + FAR)
         # THEN it is named where a person would look it up, and found again by that path
         assert found[registry]["holder"] == "weakref.finalize._registry"
-        assert id(holders.resolve(found[registry]["path"])) == registry
+        assert ident(holders.resolve(found[registry]["path"])) == registry
     finally:
         for f in finalizers:
             f.detach()
@@ -365,14 +397,14 @@ def test_the_logging_manager_s_dict_of_loggers_is_named_as_logging_knows_it() ->
     mod: Any = types.ModuleType("session_demo")
     mod.__file__ = "/srv/app/session_demo.py"
     mod.sessions = [{"log": logging.getLogger(f"session_demo.s{i}")} for i in range(3)]
-    loggers = id(logging.Logger.manager.loggerDict)
+    loggers = ident(logging.Logger.manager.loggerDict)
     sys.modules[mod.__name__] = mod
     try:
         found = roots.search({loggers}, time.perf_counter() + FAR)
         # THEN it is named where a person looks it up, not through a session's logger,
         # and found again by that path
         assert found[loggers]["holder"] == "logging.Logger.manager.loggerDict"
-        assert id(holders.resolve(found[loggers]["path"])) == loggers
+        assert ident(holders.resolve(found[loggers]["path"])) == loggers
         # AND it ranks for a watch slot with the user's own containers (the user's calls
         # fill it), not behind them with a library's globals
         registry = logging.Logger.manager.loggerDict
@@ -988,15 +1020,15 @@ def test_holders_inside_an_lru_cache_and_a_tensors_hooks() -> None:
         cache = lrucache.lru_cache_dict(table)
         hooks = dict(holders.c_fields(weight))["_backward_hooks"]
         # WHEN they are looked for from the roots, by referrers, and followed again
-        found = roots.search({id(cache), id(hooks)}, time.perf_counter() + FAR)
+        found = roots.search({ident(cache), ident(hooks)}, time.perf_counter() + FAR)
         up = holders.find_holders([cache, hooks], time.perf_counter() + FAR, set())
-        again = [holders.resolve(found[id(x)]["path"]) for x in (cache, hooks)]
+        again = [holders.resolve(found[ident(x)]["path"]) for x in (cache, hooks)]
     finally:
         del sys.modules["cachehooks_demo"]
     # THEN both are named as a person reads them, and their paths lead back to them
     assert len(cache) == 5 and len(hooks) == 5
-    assert found[id(cache)]["holder"] == "cachehooks_demo.table.<lru_cache>"
-    assert found[id(hooks)]["holder"] == "cachehooks_demo.weight._backward_hooks"
+    assert found[ident(cache)]["holder"] == "cachehooks_demo.table.<lru_cache>"
+    assert found[ident(hooks)]["holder"] == "cachehooks_demo.weight._backward_hooks"
     assert again[0] is cache and again[1] is hooks
     assert up[0]["holder"].endswith("table.<lru_cache>")
     assert up[1]["holder"].endswith("weight._backward_hooks")
@@ -1005,8 +1037,8 @@ def test_holders_inside_an_lru_cache_and_a_tensors_hooks() -> None:
 def _with_untracked(res: Dict[str, Any]) -> Dict[str, Any]:
     """A census with the untracked containers the roots lead to, as the agent takes it."""
     for obj in roots.untracked_containers(4, time.perf_counter() + FAR):
-        res["containers"][id(obj)] = obj
-        res["lengths"][id(obj)] = len(obj)
+        res["containers"][ident(obj)] = obj
+        res["lengths"][ident(obj)] = len(obj)
     return res
 
 
@@ -1136,11 +1168,11 @@ def test_a_list_at_the_address_of_one_set_aside_is_still_watched() -> None:
         tracker.update(first["containers"], first["lengths"], 1, time.perf_counter() + FAR, set())
         del first
         junk = [object() for _ in range(10)]
-        tracker.ignored[id(junk)] = len(junk)
-        address = id(junk)
+        tracker.ignored[ident(junk)] = len(junk)
+        address = ident(junk)
         del junk
         mod.outputs = []  # type: ignore[attr-defined]
-        if id(mod.outputs) != address:
+        if ident(mod.outputs) != address:
             pytest.skip("this interpreter did not reuse the address")
         # WHEN it grows past what the set-aside one held, census after census
         entries: List[Dict[str, Any]] = []
@@ -1200,10 +1232,10 @@ def test_the_walk_from_the_roots_never_queues_atoms(monkeypatch: pytest.MonkeyPa
 
     monkeypatch.setattr(roots, "_children", spy)
     # WHEN the holder of that list is looked for from the user's roots
-    found = roots.search({id(CORPUS_PENDING)}, time.perf_counter() + 5.0)
+    found = roots.search({ident(CORPUS_PENDING)}, time.perf_counter() + 5.0)
     # THEN it is named, and no word (not even of a str subclass) was ever looked into:
     # atoms are not queued (each queued child cost a copy of its path: a census a second)
-    assert found[id(CORPUS_PENDING)]["holder"].endswith("CORPUS_PENDING")
+    assert found[ident(CORPUS_PENDING)]["holder"].endswith("CORPUS_PENDING")
     assert _Word not in looked and str not in looked
 
 
@@ -1484,6 +1516,28 @@ def test_what_keeps_a_growing_type_with_no_container_is_watched_by_holder() -> N
     assert facts["polled"] >= entry["len"] + 20
     # AND nothing keeps a Pickler the program let go
     assert facts["freed"]
+
+
+def test_a_census_counts_atexit_callbacks() -> None:
+    import atexit
+
+    from memprobe.bootstrap.memprobe_agent.cheap import atexit_count
+
+    # GIVEN jobs that each register their flush with atexit (kept in C until exit)
+    class Job:
+        def flush(self) -> None:
+            pass
+
+    jobs = [Job() for _ in range(5)]
+    before = atexit_count()
+    for job in jobs:
+        atexit.register(job.flush)
+    try:
+        # THEN the count the census reports has gained them
+        assert atexit_count() == before + 5
+    finally:
+        for job in jobs:
+            atexit.unregister(job.flush)
 
 
 def test_a_chain_headed_by_a_context_variable_is_named_by_the_variable() -> None:
@@ -1770,7 +1824,7 @@ def test_a_list_a_waiting_coroutine_keeps_is_named_by_its_local() -> None:
         coro = Batcher().batch_loop(wake)
         task = loop.create_task(coro)
         loop.run_until_complete(asyncio.sleep(0.01))
-        pid = id(coro.cr_frame.f_locals["self"].pending)  # type: ignore[attr-defined]
+        pid = ident(coro.cr_frame.f_locals["self"].pending)  # type: ignore[attr-defined]
         # WHEN a census hands the suspended coroutines it found to the holder search
         CENSUS_SUSPENDED.extend(_take()["generators"])
         try:

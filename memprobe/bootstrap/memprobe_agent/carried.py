@@ -14,6 +14,7 @@ import time
 from typing import Any, Dict, List, Optional
 
 from . import containers, graphs, roots, sizes
+from .typeinfo import ident
 
 BELOW_DEPTH = 4  # levels looked down from a carried root for another carried root
 BELOW_NODES = 64
@@ -85,9 +86,9 @@ class GraphHolders:
         carried: List[Dict[str, Any]] = []
         seen: Dict[str, Any] = {}
         for fn, holder in named:
-            seen[holder] = (id(fn), _sequence_nr(fn), type(fn).__name__)
+            seen[holder] = (ident(fn), _sequence_nr(fn), type(fn).__name__)
             prev = self.roots_seen.get(holder)
-            if prev is None or prev[0] == id(fn):
+            if prev is None or prev[0] == ident(fn):
                 continue  # first sight, or no step since
             old = wrappers.get(prev[0])
             alive = (
@@ -142,10 +143,10 @@ def _mark_below(
     by the other one. A few levels only, wrappers paid from the budget."""
     if len(carried) < 2:
         return
-    ids = {id(roots_by_holder[c["holder"]]): c["holder"] for c in carried}
+    ids = {ident(roots_by_holder[c["holder"]]): c["holder"] for c in carried}
     for c in carried:
         top = roots_by_holder[c["holder"]]
-        level, seen, found = [top], {id(top)}, None
+        level, seen, found = [top], {ident(top)}, None
         for _ in range(BELOW_DEPTH):
             nxt = []
             for node in level:
@@ -155,10 +156,10 @@ def _mark_below(
                     continue
                 for pair in pairs:
                     child = pair[0]
-                    if child is None or id(child) in seen or not budget.admit(child):
+                    if child is None or ident(child) in seen or not budget.admit(child):
                         continue
-                    seen.add(id(child))
-                    other = ids.get(id(child))
+                    seen.add(ident(child))
+                    other = ids.get(ident(child))
                     if other is not None and other != c["holder"]:
                         found = other
                     nxt.append(child)

@@ -22,9 +22,9 @@ import weakref
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 from . import graphs, sizes
-from .cheap import frozen_count
+from .cheap import atexit_count, frozen_count
 from .containertypes import CONTAINER_TYPES, container_subclasses
-from .typeinfo import Kinds, is_heap_type, loaded_class, type_name
+from .typeinfo import Kinds, ident, is_heap_type, loaded_class, type_name
 from .userroots import SUSPENDABLE, user_generators
 
 TOP_TYPES = 15  # types listed in the payload by count (plus the watched ones)
@@ -92,19 +92,21 @@ def take(
     del picked, picked_classes
     wrappers = by_kind.pop(_WRAPPER, [])
     generators = user_generators(by_kind.pop(_GENERATOR, []))
-    live_wrappers = set(map(id, wrappers))
+    live_wrappers = set(map(ident, wrappers))
     big = list(itertools.compress(conts, map(min_len.__le__, map(len, conts))))
     del conts
     # two flat dicts, no per-item tuples: allocating tracked objects here would set off
     # collections of the whole heap in the middle of the census
-    containers = dict(zip(map(id, big), big))
-    lengths = dict(zip(map(id, big), map(len, big)))
+    containers = dict(zip(map(ident, big), big))
+    lengths = dict(zip(map(ident, big), map(len, big)))
     del big
     t_pass = time.perf_counter()
 
     v: Dict[str, float] = {}
     payload: Dict[str, Any] = {"objects_total": total, "stride": stride}
-    payload["gc"] = {"frozen": frozen_count()}  # gc.freeze()'s objects: gc.get_objects() skips them
+    # gc.freeze()'s objects (gc.get_objects() skips them); the callbacks atexit keeps (in C:
+    # an object kept by ``atexit.register(self.flush)`` has no referrer a census can see)
+    payload["gc"] = {"frozen": frozen_count(), "atexit": atexit_count()}
     graph_roots: List[Any] = []
     names = {cls: type_name(cls) for cls in counts}
     payload["_counts"] = {names[c]: n * stride for c, n in counts.items()}
@@ -134,7 +136,7 @@ def take(
     budget = graphs.WrapBudget(live_wrappers)
     del live_wrappers
     # the wrappers alive before this census, by id: was an earlier census' root kept?
-    wrappers_by_id = dict(zip(map(id, wrappers), wrappers))
+    wrappers_by_id = dict(zip(map(ident, wrappers), wrappers))
     del wrappers
     tensors = by_kind.get("tensor")
     if tensors is not None or "torch" in sys.modules:
@@ -145,8 +147,8 @@ def take(
         del largest
         names_of: Dict[int, str] = {}
         if name is not None and holding:
-            names_of = name({id(t) for t in holding})
-            holding.sort(key=lambda t: id(t) not in names_of)  # named first, order kept
+            names_of = name({ident(t) for t in holding})
+            holding.sort(key=lambda t: ident(t) not in names_of)  # named first, order kept
         roots, owners, all_roots = _roots(holding, budget, set(names_of))
         del holding
         g = graphs.graph_stats(roots, budget, deadline=deadline)
@@ -155,7 +157,9 @@ def take(
         if g.pop("truncated"):
             truncated.append("graphs")
         root = g.pop("root")
-        graph_roots = [(fn, owners[id(fn)], names_of.get(id(owners[id(fn)]))) for fn in roots]
+        graph_roots = [
+            (fn, owners[ident(fn)], names_of.get(ident(owners[ident(fn)]))) for fn in roots
+        ]
         del roots, root, owners
         g["live_wrappers"] = len(budget.known)
         payload["graphs"] = g
@@ -236,7 +240,7 @@ def _roots(
     nameless = 0
     complete = True
     for t in holding:
-        is_named = id(t) in named
+        is_named = ident(t) in named
         if not is_named:
             nameless += 1
             if nameless > NAMELESS_ROOTS:
@@ -251,9 +255,9 @@ def _roots(
         if not budget.admit(fn, walk=not is_named):
             complete = False
             break
-        if id(fn) not in fns:
-            fns[id(fn)] = fn
-            owners[id(fn)] = t
+        if ident(fn) not in fns:
+            fns[ident(fn)] = fn
+            owners[ident(fn)] = t
     return list(fns.values()), owners, complete
 
 
@@ -274,7 +278,7 @@ def _name_largest(
         return
     grew = before > 0 and int(info.get("bytes", 0)) - before >= _MiB
     if grew and name is not None:
-        holder = name({id(largest)}).get(id(largest))
+        holder = name({ident(largest)}).get(ident(largest))
         if holder:
             info["holder"] = holder
 

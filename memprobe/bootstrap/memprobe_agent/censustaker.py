@@ -27,6 +27,7 @@ from .budget import Budget
 from .containers import ContainerTracker
 from .managed import shared_names
 from .tmwindow import TraceWindow
+from .typeinfo import ident
 from .userroots import CENSUS_SUSPENDED
 
 MAX_WATCHED_TYPES = 12
@@ -193,22 +194,24 @@ class CensusTaker:
         for obj in roots.untracked_containers(
             max(self.min_len, UNTRACKED_MIN_LEN), holder_deadline
         ):
-            res["containers"][id(obj)] = obj
-            res["lengths"][id(obj)] = len(obj)
+            res["containers"][ident(obj)] = obj
+            res["lengths"][ident(obj)] = len(obj)
         # an array grown under the same holder since the last census (each step a new
         # object: np.concatenate, np.append) is watched like a container of its elements
         before: Dict[int, int] = {}
-        for obj, before[id(obj)] in self.tracker.arrays.grown(arrays.big_arrays(holder_deadline)):
-            res["containers"][id(obj)] = obj
-            res["lengths"][id(obj)] = arrays.length(obj)
+        for obj, before[ident(obj)] in self.tracker.arrays.grown(
+            arrays.big_arrays(holder_deadline)
+        ):
+            res["containers"][ident(obj)] = obj
+            res["lengths"][ident(obj)] = arrays.length(obj)
         # what keeps the instances of a type that grows with no container to show for it
         samples = res.pop("samples", {})
         if samples and time.perf_counter() < holder_deadline:
             for name in samples:
                 self.keeper_tries[name] = self.keeper_tries.get(name, 0) + 1
-            for obj in referents.keepers(samples, {id(res), id(payload), id(counts)}):
-                res["containers"][id(obj)] = obj
-                res["lengths"][id(obj)] = referents.count(obj)
+            for obj in referents.keepers(samples, {ident(res), ident(payload), ident(counts)}):
+                res["containers"][ident(obj)] = obj
+                res["lengths"][ident(obj)] = referents.count(obj)
         samples.clear()
         obj = None
         cv, entries = self.tracker.update(
@@ -216,7 +219,7 @@ class CensusTaker:
             res["lengths"],
             step,
             holder_deadline,
-            {id(res), id(v), id(payload), id(counts)},
+            {ident(res), ident(v), ident(payload), ident(counts)},
             before,
             importing=not self.imports.settled(threadsafe.IMPORT_QUIET_S),
         )

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 from . import roots
 from .containertypes import CONTAINER_TYPES
-from .typeinfo import instance_dict, mro, type_name
+from .typeinfo import ident, instance_dict, mro, type_name
 
 MIN_LINKS = 3  # a head and two below it: fewer is a wrapper, not a chain
 MAX_LINKS = 4096  # links followed at most from one head
@@ -47,15 +47,15 @@ def closures(deadline: float) -> List[Dict[str, Any]]:
     out: List[Dict[str, Any]] = []
     linked: Set[int] = set()
     for holder, head in heads:
-        if id(head) in linked:
+        if ident(head) in linked:
             continue  # a link of a chain already counted (the handler's ``previous``)
         link = code_link(head)
         if link is None:
             continue
         via, links = link[0], 1
-        linked.add(id(head))
-        while link is not None and id(link[1]) not in linked and links < MAX_LINKS:
-            linked.add(id(link[1]))
+        linked.add(ident(head))
+        while link is not None and ident(link[1]) not in linked and links < MAX_LINKS:
+            linked.add(ident(link[1]))
             links += 1
             link = code_link(link[1])
         if links >= MIN_LINKS:
@@ -136,7 +136,7 @@ def length(head: Any) -> Tuple[int, str]:
     """Links from ``head`` down through attributes holding an object of its own type, and
     the name of the first such attribute (``parent``: what a person calls the link)."""
     cls = type(head)
-    seen = {id(head)}
+    seen = {ident(head)}
     obj = head
     via = ""
     while len(seen) < MAX_LINKS:
@@ -145,10 +145,10 @@ def length(head: Any) -> Tuple[int, str]:
             link = next(((k, v) for k, v in list(d.items()) if type(v) is cls), None) if d else None
         except RuntimeError:  # changed size under us (another thread)
             break
-        if link is None or id(link[1]) in seen:
+        if link is None or ident(link[1]) in seen:
             break
         if not via and isinstance(link[0], str):
             via = link[0]
-        seen.add(id(link[1]))
+        seen.add(ident(link[1]))
         obj = link[1]
     return len(seen), via

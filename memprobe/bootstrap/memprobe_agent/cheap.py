@@ -107,6 +107,16 @@ def python_blocks(out: Dict[str, Any]) -> None:
         out[wire.GC_FROZEN] = frozen
 
 
+def atexit_count() -> int:
+    """Callbacks ``atexit.register`` keeps until the interpreter exits (C code only)."""
+    mod = sys.modules.get("atexit")
+    count = mod.__dict__.get("_ncallbacks") if mod is not None else None
+    try:
+        return int(count()) if count is not None else 0
+    except Exception:  # noqa: BLE001
+        return 0
+
+
 _FREEZE_COUNT = getattr(gc, "get_freeze_count", None)  # Python 3.7+
 
 

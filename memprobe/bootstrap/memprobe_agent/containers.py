@@ -19,6 +19,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 from . import arrays, frames, graphs, holders, lrucache, referents, roots, sizes, slots, wire
 from .census import qualified
 from .containertypes import DICT_TYPES, container_base, elem_types
+from .typeinfo import ident
 
 MAX_WATCH = 8
 NEW_PER_CENSUS = 3
@@ -69,6 +70,7 @@ class Watch:
         "bytes_exact",
         "maxlen",
         "lru_read",
+        "owners",
     )
 
     def __init__(
@@ -80,6 +82,7 @@ class Watch:
         # (weakref to an object on the path, steps from it): a frame-rooted path followed later
         self.anchor: Optional[Tuple[Any, List[List[Any]]]] = found.get("anchor")
         self.complete: bool = found["complete"]
+        self.owners: List[str] = found.get("owners") or []  # Class.attr on the way (roots.py)
         self.type = type_name
         self.keeper = False  # a keeper of references, no container (referents.py)
         self.next_poll = 0.0  # a keeper's: its count takes a list of all it keeps
@@ -208,6 +211,7 @@ class Watch:
             "bytes": self.bytes,
             "bytes_exact": self.bytes_exact,
             "rooted": self.path[0][0] if self.path else ("anchor" if self.anchor else None),
+            "owners": self.owners,
         }
 
 
@@ -225,7 +229,12 @@ class ContainerTracker:
         self.arrays = arrays.GrownArrays()  # arrays a loop grows, by holder
 
     def own_ids(self) -> Set[int]:
-        return {id(self.prev), id(self.watched), id(self.ignored), id(self.arrays.sizes)}
+        return {
+            ident(self.prev),
+            ident(self.watched),
+            ident(self.ignored),
+            ident(self.arrays.sizes),
+        }
 
     def update(
         self,
@@ -241,12 +250,12 @@ class ContainerTracker:
         target's objects) before it looks for holders. ``before``: lengths at the last census
         of candidates the tracker did not see then (an array rebuilt longer every step).
         ``importing``: the program imported modules lately (threadsafe.ImportWatch)."""
-        exclude = exclude | self.own_ids() | {id(containers)}
+        exclude = exclude | self.own_ids() | {ident(containers)}
         # a module's globals grow while the target imports: not leaks; sys.modules neither,
         # unless it grows while no import goes on (a module made per trial and registered)
         namespaces = set(holders.module_dicts())
         if importing:
-            namespaces.add(id(sys.modules))
+            namespaces.add(ident(sys.modules))
         for cid, w in list(self.watched.items()):
             obj = containers.get(cid)
             if obj is None:
@@ -301,25 +310,27 @@ class ContainerTracker:
         objs = [picks.pop(cid) for cid in order]  # only this list holds them while we search
         # one walk down from the user's roots names any number of them; the referrer
         # search (a heap scan a level) only for the largest few it did not reach
-        found = roots.search({id(o) for o in objs}, deadline)
-        rest = [i for i, o in enumerate(objs) if id(o) not in found][: room * CANDIDATES_PER_SLOT]
-        mine = any(slots.rank(found.get(id(o)), o, (1, 0), False)[0] == slots.USER for o in objs)
+        found = roots.search({ident(o) for o in objs}, deadline)
+        rest = [i for i, o in enumerate(objs) if ident(o) not in found][
+            : room * CANDIDATES_PER_SLOT
+        ]
+        mine = any(slots.rank(found.get(ident(o)), o, (1, 0), False)[0] == slots.USER for o in objs)
         if rest and not mine and time.perf_counter() < deadline:
             # nothing the user's roots lead to grew: ask the heap who holds the largest few
             # (a heap scan a level, so briefly)
             short = min(deadline, time.perf_counter() + REFERRER_S)
-            more = holders.find_holders([objs[i] for i in rest], short, exclude | {id(objs)})
+            more = holders.find_holders([objs[i] for i in rest], short, exclude | {ident(objs)})
             for i, r in zip(rest, more):
-                found[id(objs[i])] = r
+                found[ident(objs[i])] = r
         ranked = sorted(
-            (slots.rank(found.get(id(obj)), obj, sizes[cid], cid in is_new), k, cid, obj)
+            (slots.rank(found.get(ident(obj)), obj, sizes[cid], cid in is_new), k, cid, obj)
             for k, (cid, obj) in enumerate(zip(order, objs))
         )
         # a new object under a path already watched (``optimizer = Adam(...)`` again, a
         # ``best_state`` replaced): the watch follows the path; the slot goes to another
         followed = {w.holder for w in self.watched.values()}
         for rank, _, cid, obj in ranked:
-            r = found.get(id(obj)) or holders.result("?", None, [], False)
+            r = found.get(ident(obj)) or holders.result("?", None, [], False)
             if r["holder"].startswith("memprobe_agent") or rank[0] >= slots.NEVER:
                 self.ignored[cid] = sizes[cid][0]
                 continue

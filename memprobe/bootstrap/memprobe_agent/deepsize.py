@@ -47,7 +47,7 @@ from .deeptypes import (
     slot_values,
 )
 from .sizes import tensor_extent, torch_function_off
-from .typeinfo import instance_dict
+from .typeinfo import ident, instance_dict
 
 ITEMS = 256  # items walked per container; a longer one is sampled
 MIN_ITEMS = 16  # items of the outermost sampled container walked even past the deadline
@@ -163,7 +163,7 @@ class _Walk:
             return self._array(obj, parent)
         if kind == "opaque":
             return 0.0
-        key = id(obj)
+        key = ident(obj)
         rec = self._first(key, parent)
         if rec is None:
             return 0.0
@@ -272,7 +272,7 @@ class _Walk:
             if base is None or type(base) is not type(root):
                 break
             root = base
-        rec = self._first(("array", id(root)), parent)
+        rec = self._first(("array", ident(root)), parent)
         if rec is None:
             return 0.0
         try:

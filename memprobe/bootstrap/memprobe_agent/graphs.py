@@ -35,6 +35,8 @@ import threading
 import time
 from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
+from .typeinfo import ident
+
 MAX_NODES = 200_000
 # Live autograd-node wrappers (anyone's) above which the agent creates no more. Measured
 # teardown cost: 100-200 bytes of native stack per wrapped node on a chain. Graph walks
@@ -102,7 +104,7 @@ class WrapBudget:
     def admit(self, node: Any, walk: bool = False) -> bool:
         """True when ``node`` (just obtained) may be kept and walked on; a walk may use
         only ``walk_cap`` of the budget."""
-        key = id(node)
+        key = ident(node)
         if key not in self.known:
             self.known.add(key)
             self.created += 1
@@ -124,21 +126,21 @@ def graph_stats(
     top root on its own, for the largest. Both stop at ``max_nodes`` visits in
     all, at the deadline, or when the wrapper budget is spent (``"cut"`` says which).
     """
-    root_ids = {id(r) for r in roots}
+    root_ids = {ident(r) for r in roots}
     seen: Set[int] = set()
     below: Set[int] = set()  # roots reached from another root: part of a bigger graph
     keep: List[Any] = []  # hold every node while walking so no id is reused
     visits = [0]
     cut: Optional[str] = None
     for root in roots:
-        if id(root) not in seen:
+        if ident(root) not in seen:
             cut = _walk(root, seen, keep, root_ids, below, visits, max_nodes, deadline, budget)
             if cut:
                 break
     largest = 0
     largest_root: Any = None
     for root in roots:
-        if cut or id(root) in below:
+        if cut or ident(root) in below:
             continue
         mine: Set[int] = set()
         cut = _walk(root, mine, keep, root_ids, None, visits, max_nodes * 2, deadline, budget)
@@ -181,7 +183,7 @@ def _walk(
     stack = [root]
     while stack:
         node = stack.pop()
-        key = id(node)
+        key = ident(node)
         if key in seen:
             continue
         seen.add(key)
@@ -201,9 +203,9 @@ def _walk(
                 continue
             if not budget.admit(child, walk=True):
                 return "wrappers"
-            if below is not None and id(child) in root_ids:
-                below.add(id(child))
-            if id(child) not in seen:
+            if below is not None and ident(child) in root_ids:
+                below.add(ident(child))
+            if ident(child) not in seen:
                 stack.append(child)
     return None
 

@@ -25,6 +25,7 @@ from .lrucache import LRU_WRAPPER, lru_cache_dict
 from .typeinfo import (
     cvar_default,
     cycle_saved,
+    ident,
     instance_dict,
     module_registries,
     mro,
@@ -70,7 +71,7 @@ def find_holders(objs: List[Any], deadline: float, exclude: Set[int]) -> List[Di
     roots = module_dicts()
     out: List[Optional[Dict[str, Any]]] = [None] * len(objs)
     level: List[Tuple[Any, List[Step], int]] = [(o, [], i) for i, o in enumerate(objs)]
-    visited: Set[int] = {id(o) for o in objs}
+    visited: Set[int] = {ident(o) for o in objs}
     best: List[List[Step]] = [[] for _ in objs]
     scan_s = 0.0
     for _depth in range(MAX_DEPTH):
@@ -80,13 +81,13 @@ def find_holders(objs: List[Any], deadline: float, exclude: Set[int]) -> List[Di
         nodes = tuple(node for node, _, _ in level)
         refs = gc.get_referrers(*nodes)
         scan_s = time.perf_counter() - t0
-        mine = exclude | {id(level), id(nodes), id(refs), id(objs)}
+        mine = exclude | {ident(level), ident(nodes), ident(refs), ident(objs)}
         index: Dict[int, List[Tuple[Any, List[Step], int]]] = {}
         for entry in level:
-            index.setdefault(id(entry[0]), []).append(entry)
+            index.setdefault(ident(entry[0]), []).append(entry)
         nxt: List[Tuple[Any, List[Step], int]] = []
         for ref in refs:
-            rid = id(ref)
+            rid = ident(ref)
             if rid in mine or rid in visited or type(ref) is types.FrameType:
                 continue
             for child_id in _referent_ids(ref, index):
@@ -201,7 +202,7 @@ def module_dicts() -> Dict[int, str]:
     for name, mod in list(sys.modules.items()):
         if type(mod) is types.ModuleType:
             try:
-                out[id(vars(mod))] = name
+                out[ident(vars(mod))] = name
             except TypeError:
                 pass
     return out
@@ -209,7 +210,7 @@ def module_dicts() -> Dict[int, str]:
 
 def _referent_ids(ref: Any, index: Dict[int, Any]) -> List[int]:
     try:
-        return [id(r) for r in gc.get_referents(ref) if id(r) in index]
+        return [ident(r) for r in gc.get_referents(ref) if ident(r) in index]
     except Exception:  # noqa: BLE001
         return []
 

@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Set
 from . import tees, wire
 from .census import qualified
 from .containertypes import container_base
-from .typeinfo import type_name
+from .typeinfo import ident, type_name
 
 
 def _cell_type() -> type:
@@ -52,11 +52,11 @@ def keepers(samples: Dict[str, List[Any]], exclude: Set[int]) -> List[Any]:
     objs = [o for group in samples.values() for o in group]
     if not objs:
         return []
-    mine = exclude | {id(objs), id(samples)} | {id(g) for g in samples.values()}
+    mine = exclude | {ident(objs), ident(samples)} | {ident(g) for g in samples.values()}
     found: List[Any] = []
     seen: Set[int] = set()
     for ref in gc.get_referrers(*objs):
-        rid = id(ref)
+        rid = ident(ref)
         if rid in mine or rid in seen or not is_keeper_type(type(ref)):
             continue
         seen.add(rid)

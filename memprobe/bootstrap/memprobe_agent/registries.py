@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Set, Tuple
 
 from .holders import Step, result
-from .typeinfo import instance_dict, loaded_class, type_dict
+from .typeinfo import ident, instance_dict, loaded_class, type_dict
 
 # registries the standard library keeps on a class, which a user's call joins and only
 # the registered object's death (or nothing) leaves: (module, class, class attribute, then
@@ -31,7 +31,7 @@ def known_registries(targets: Set[int]) -> Dict[int, Dict[str, Any]]:
             d = instance_dict(v) if v is not None else None
             v = d.get(sub) if d is not None else None
             steps.append(("attr", sub))
-        if v is not None and id(v) in targets:
-            found[id(v)] = result(name, ("module", name), steps, True)
-            found[id(v)]["registry"] = True  # joined by the user's calls (containers._rank)
+        if v is not None and ident(v) in targets:
+            found[ident(v)] = result(name, ("module", name), steps, True)
+            found[ident(v)]["registry"] = True  # joined by the user's calls (containers._rank)
     return found

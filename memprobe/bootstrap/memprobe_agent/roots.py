@@ -26,7 +26,6 @@ import functools
 import gc
 import time
 import types
-import weakref
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from . import userroots
@@ -38,6 +37,7 @@ from .typeinfo import (
     cvar_current,
     cvar_default,
     cycle_saved,
+    ident,
     instance_dict,
     module_registries,
     mro,
@@ -48,6 +48,7 @@ from .userroots import LIBS, USER, Start, frame_roots, function_children, module
 from .userroots import is_user_file as is_user_file
 from .userroots import is_user_module as is_user_module
 from .userroots import library_dirs as library_dirs
+from .walkpath import found_at, owners_of, steps_of
 
 USER_DEPTH = 3
 # what the shallow pass missed is looked for again this deep, breadth first on a node budget
@@ -114,12 +115,12 @@ def _search(targets: Set[int], deadline: float) -> Dict[int, Dict[str, Any]]:
     left = targets - set(found)
     for name, d in lib_mods:
         try:
-            hits = left.intersection(map(id, d.values()))
+            hits = left.intersection(map(ident, d.values()))
         except RuntimeError:  # changed size under us
             continue
         for k, v in _dict_items(d) if hits else ():
-            if id(v) in hits and id(v) not in found:
-                found[id(v)] = result(name, ("module", name), [("key", k)], True)
+            if ident(v) in hits and ident(v) not in found:
+                found[ident(v)] = result(name, ("module", name), [("key", k)], True)
         left -= hits
         if not left:
             return found
@@ -165,15 +166,15 @@ def _find_matching(
         for d in range(depth):
             nxt: List[Tuple[Any, List[Step]]] = []
             for value, steps in level:
-                if id(value) in seen:
+                if ident(value) in seen:
                     continue
-                seen.add(id(value))
+                seen.add(ident(value))
                 try:
                     hit = match(value)
                 except Exception:  # noqa: BLE001
                     hit = False
                 if hit:
-                    out.append((_found(label, origin, steps, None)["holder"], value))
+                    out.append((found_at(label, origin, steps, None)["holder"], value))
                     if len(out) >= limit:
                         return out
                 elif d < depth - 1 and _looked_into(value):
@@ -227,22 +228,23 @@ def _walk_items(
 ) -> None:
     """Breadth first from ``items`` down to ``depth``; then, to ``tree_depth``, only down
     dicts that are values of dicts (a tree of dicts)."""
-    # (value, path, anchor): the path from the root is a linked chain of (step, parent) pairs,
-    # made into a list only for what is found (a walk through a list of a few thousand small
-    # lists queues tens of thousands of children: copying each one's path cost a census a
-    # second); the anchor is the last weak-referenceable object on the way and how many
-    # steps lead to it: from it the path can be followed later
+    # (value, path, anchor): the path from the root is a linked chain of (step, parent, the
+    # class the step reads an attribute of) triples, made into a list only for what is found
+    # (a walk through a list of a few thousand small lists queues tens of thousands of
+    # children: copying each one's path cost a census a second); the anchor is the last
+    # weak-referenceable object on the way and how many steps lead to it: from it the path
+    # can be followed later
     level: List[Tuple[Any, Any, Any]] = [
-        (value, (step, None), None) for step, value in items if not _atomic(value)
+        (value, (step, None, None), None) for step, value in items if not _atomic(value)
     ]
     limit = max(depth, tree_depth)
     for d in range(limit):
         tree = d >= depth - 1  # past the ordinary depth: dicts in dicts only
         nxt: List[Tuple[Any, Any, Any]] = []
         for value, path, anchor in level:
-            vid = id(value)
+            vid = ident(value)
             if vid in targets and vid not in found:
-                found[vid] = _found(label, origin, _steps(path), anchor)
+                found[vid] = found_at(label, origin, steps_of(path), anchor, owners_of(path))
                 if len(found) == len(targets):
                     return
             if vid in seen or d == limit - 1 or budget[0] <= 0:
@@ -254,26 +256,17 @@ def _walk_items(
             kids = _children(value)
             if kids and kids[0][0][0] in FOLLOWABLE and _weakrefable(value):
                 anchor = (value, d + 1)
+            owner = type(value)
             # atoms are never a target and have nothing below them: not queued at all
             for step, child in kids:
                 if tree and type(child) not in DICT_TYPES:
                     continue
                 atom = _ATOMIC.get(type(child))
                 if not (_atomic(child) if atom is None else atom):
-                    nxt.append((child, (step, path), anchor))
+                    nxt.append((child, (step, path, owner), anchor))
         if not nxt or time.perf_counter() > deadline:
             return
         level = nxt
-
-
-def _steps(path: Any) -> List[Step]:
-    """The steps of a linked ``(step, parent)`` path, root first."""
-    out: List[Step] = []
-    while path is not None:
-        step, path = path
-        out.append(step)
-    out.reverse()
-    return out
 
 
 # leaf or not, by class, for one walk: emptied after each (a class the program makes and
@@ -289,25 +282,6 @@ def _atomic(value: Any) -> bool:
     if known is None:
         known = _ATOMIC[cls] = any(base in _LEAVES for base in mro(cls))
     return known
-
-
-def _found(
-    label: str, origin: Optional[Tuple[Any, ...]], steps: List[Step], anchor: Any
-) -> Dict[str, Any]:
-    root = label
-    skip = 0
-    if steps and steps[0][0] == "local":  # a frame local starts the path: file:function:name
-        root, skip = f"{label}:{steps[0][1]}", 1
-        origin = (*origin, steps[0][1]) if origin is not None else None
-        steps = steps[1:]
-    res = result(root, origin, steps, True)
-    if anchor is not None:
-        obj, at = anchor
-        rest = steps[at - skip :]
-        if at >= skip and all(s[0] in FOLLOWABLE for s in rest):
-            # followed from the object, not the root: cheaper, and it outlives nothing
-            res["anchor"] = (weakref.ref(obj), [list(s) for s in rest])
-    return res
 
 
 def _weakrefable(value: Any) -> bool:

@@ -26,7 +26,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple, cast
 
 from .containertypes import DICT_TYPES
 from .deeptypes import builtin_base, builtin_sizeof, kinds
-from .typeinfo import instance_dict, mro
+from .typeinfo import ident, instance_dict, mro
 
 SAMPLE = 32
 TENSOR_OBJECT_BYTES = 600  # beside its storage (see above)
@@ -50,7 +50,7 @@ class _Walk:
         self.kinds = kinds()
 
     def size(self, obj: Any, depth: int) -> float:
-        key = id(obj)
+        key = ident(obj)
         if key in self.seen:
             return 0.0
         self.seen.add(key)
@@ -135,9 +135,9 @@ class _Walk:
             if base is None or type(base) is not type(root):
                 break
             root = base
-        if id(root) in self.arrays:
+        if ident(root) in self.arrays:
             return 0
-        self.arrays.add(id(root))
+        self.arrays.add(ident(root))
         try:
             return int(root.nbytes)
         except Exception:  # noqa: BLE001

@@ -16,12 +16,19 @@ import itertools
 import sys
 import types
 import weakref
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 _TYPE_MODULE = type.__dict__["__module__"]
 _TYPE_QUALNAME = type.__dict__["__qualname__"]
 _TYPE_MRO = type.__dict__["__mro__"]
 _TYPE_DICT = type.__dict__["__dict__"]
+
+
+# ``id()`` raises the audit event "builtins.id" (PEP 578): in a program that installed Python
+# audit hooks (``sys.addaudithook``) every call runs each of them, and a census makes tens of
+# thousands of calls. ``object.__hash__`` is the same identity for a live object (its address,
+# rotated: one number per object) and raises none.
+ident: Callable[[object], int] = object.__hash__
 
 
 def type_name(cls: type) -> str:
@@ -34,6 +41,15 @@ def type_name(cls: type) -> str:
     if not isinstance(mod, str) or mod == "builtins":
         return str(qual)
     return f"{mod}.{qual}"
+
+
+def qual_name(cls: type) -> str:
+    """``QualName`` (no module) through ``type``'s own descriptor, or "?"."""
+    try:
+        qual = _TYPE_QUALNAME.__get__(cls, type)
+    except Exception:  # noqa: BLE001
+        return "?"
+    return qual if isinstance(qual, str) else "?"
 
 
 def mro(cls: type) -> Tuple[type, ...]:
