@@ -366,10 +366,15 @@ def replay(record_path: Path, n_cuts: int = N_CUTS) -> Replay:
 
 
 def _leak_holder(findings: List[Dict[str, Any]]) -> Optional[str]:
+    """The first leak finding's holder, with the classes whose attributes its path reads
+    where the finding says them: ``main:prof.records (CallProfiler.records)``."""
     leaks = [f for f in findings if f.get("kind", "leak") == "leak"]
     for f in leaks[:1] + findings:
         holder = (f.get("culprit") or {}).get("holder")
         if holder:
+            types = (f.get("evidence") or {}).get("holder_types")
+            if isinstance(types, list) and types:
+                return f"{holder} ({' › '.join(str(t) for t in types)})"
             return str(holder)
     return None
 

@@ -177,6 +177,26 @@ def test_growing_graph_is_state_not_detached() -> None:
     assert c.fix_hint == HINT_DETACH
 
 
+def test_a_graph_named_once_then_let_go_is_no_graph_carried_across_steps() -> None:
+    # GIVEN self-play games whose graph is bigger one look than the last (the agent names
+    # the tensor holding it), then small again at the next look, while snapshots of the
+    # network pile up (wild_x/leak_selfplay_lineage)
+    largest = [216, 294, 201, 171, 294, 81]
+    entries = [
+        census(5 + 100 * i, roots=50, nodes=n + 100, largest=n, root_type="NegBackward0")
+        for i, n in enumerate(largest)
+    ]
+    entries[4]["graphs"]["largest_holder"] = "selfplay.py:train_iteration:logp"
+    c = culprit_for("rss_bytes", build_profile(entries))
+    # THEN the graph that was let go is not blamed as one carried across steps
+    assert c is None or c.pattern != "graph carried across steps", c
+    # BUT a graph named as it grows, and no smaller at the looks after, still is
+    for e, n in zip(entries, [216, 294, 301, 371, 494, 581]):
+        e["graphs"]["largest"] = n
+    grown = culprit_for("rss_bytes", build_profile(entries))
+    assert grown is not None and grown.pattern == "graph carried across steps", grown
+
+
 def test_total_loss_accumulation_is_told_apart_from_hidden_state() -> None:
     entries = [
         census(5, roots=1, nodes=30, largest=30, root_type="AddBackward0"),
@@ -224,6 +244,33 @@ def test_modules_without_parameters_that_pile_up_are_registered_again() -> None:
     assert "load_state_dict" not in c.fix_hint
 
 
+def test_models_kept_inside_a_hook_dicts_items_are_not_blamed_on_a_log_beside_it() -> None:
+    # GIVEN a sweep whose global forward-hook dict keeps one probe per trial (each probe keeps
+    # that trial's model), beside the sweep's list of small result tuples growing as fast
+    # (wild_w/leak_sweep_sparsity_hooks): no growing container holds the models themselves
+    # (the hook dict first seen at the third census, with fewer items gained since than the
+    # log, which the censuses followed from the start)
+    hooks = "torch.nn.modules.module._global_forward_hooks"
+    entries = []
+    for step, n in [(25, 2), (100, 6), (400, 12), (600, 17)]:
+        log = box("main:results", n, 0, "tuple")
+        log["bytes"] = 660 * n
+        probes = box(hooks, n + 1, 13, "__main__.SparsityProbe", "collections.OrderedDict")
+        probes["bytes"] = 2_600_000 * n
+        entries.append(
+            census(
+                step,
+                modules=4 * n,
+                module_types={"torch.nn.modules.linear.Linear": 3 * n},
+                containers=[log, probes] if n >= 12 else [log],
+                param_bytes=800 * n,
+            )
+        )
+    c = culprit_for("rss_bytes", build_profile(entries))
+    # THEN the models are said to sit in the items of the hook dict, not of the log
+    assert c is not None and c.pattern == "models kept" and c.holder == hooks, c
+
+
 def test_figures_and_arrays() -> None:
     figs = [census(5, figures=1), census(105, figures=21)]
     c = culprit_for("rss_bytes", build_profile(figs))
@@ -248,6 +295,20 @@ def test_plain_container_of_dicts() -> None:
     assert c is not None and c.holder == "__main__.EVENT_LOG" and c.type == "dict"
     assert c.evidence["per_step"] == 1.0 and not c.holds_autograd_graph
     assert c.fix_hint is not None and "deque(maxlen" in c.fix_hint
+
+
+def test_a_containers_holder_is_said_with_the_classes_on_its_path() -> None:
+    # GIVEN a profiler object held as `prof` whose `records` list grows
+    def entry(step: int, n: int) -> Dict[str, Any]:
+        records = box("main:prof.records", n, 5, "tuple")
+        records["owners"] = ["CallProfiler.records"]
+        return census(step, containers=[records])
+
+    c = culprit_for("py_alloc_blocks", build_profile([census(5), entry(25, 25), entry(205, 205)]))
+    # THEN the finding names the variable and, beside it, the class the code defines it on
+    assert c is not None and c.holder == "main:prof.records"
+    assert "`main:prof.records` (a list, `CallProfiler.records`)" in c.sentence
+    assert c.evidence.get("holder_types") == ["CallProfiler.records"]
 
 
 def test_a_light_log_beside_what_leaks_is_not_blamed_for_the_memory() -> None:
@@ -339,6 +400,60 @@ def test_tensors_no_variable_holds_are_blamed_on_a_chain_of_closures() -> None:
     for links in ([0, 0, 0], [3, 3, 3]):
         bare = blamed(links)
         assert bare.culprit is not None and bare.culprit["holder"] is None, (links, bare)
+
+
+def test_models_no_variable_holds_are_blamed_on_a_chain_of_snapshots() -> None:
+    from memprobe.analysis.culprit import attribute
+
+    # GIVEN networks that pile up with no container to show for them, and the agent's chain
+    # of snapshots below main's `league.opponent`, each keeping the one before it through
+    # `.parent`, longer at each census (wild_x/leak_selfplay_lineage)
+    snap = "__main__.PolicySnapshot"
+    entries = []
+    for i, n in enumerate([0, 15, 25, 36]):
+        e = census(5 + 100 * i, modules=3 + 3 * n, module_types={"__main__.PolicyNet": 1 + n})
+        e["growing_types"] = [{"type": snap, "count": n, "delta": 10}] if n else []
+        e["chains"] = [
+            {"type": snap, "holder": "main:league.opponent", "links": n, "via": "parent"}
+        ]
+        entries.append(e)
+    rec = record(entries, [leak("rss_bytes")])
+    (f,) = attribute(rec, rec.findings)
+    # THEN the chain's head is the holder, with its link and the fix for a chain
+    assert f.culprit is not None and f.culprit["holder"] == "main:league.opponent", f
+    assert f"chain of 36 `{snap}` objects, each keeping the one before it (through `.parent`)" in (
+        f.explanation
+    )
+    assert f.fix_hint is not None and "base object" in f.fix_hint
+
+
+def test_objects_kept_by_atexit_callbacks_are_blamed_on_atexit() -> None:
+    from memprobe.analysis.culprit import attribute
+
+    # GIVEN forecast jobs that each call `atexit.register(self.flush)`: the jobs grow in
+    # number, no container or variable of the program keeps them, and the censuses count
+    # atexit's callbacks growing with them (wild_x/leak_atexit_forecast_jobs)
+    def entries(callbacks: List[int]) -> List[Dict[str, Any]]:
+        out = []
+        for i, n in enumerate(callbacks):
+            e = census(5 + 100 * i)
+            e["gc"] = {"frozen": 0, "atexit": n}
+            job = {"type": "__main__.ForecastJob", "count": 2 + 20 * i, "delta": 20}
+            e["types"]["__main__.ForecastJob"] = {"count": 2 + 20 * i}
+            e["growing_types"] = [job] if i else []
+            out.append(e)
+        return out
+
+    rec = record(entries([6, 26, 46, 66]), [leak("rss_bytes")])
+    (f,) = attribute(rec, rec.findings)
+    # THEN atexit's callbacks are the holder, with how many it keeps and the fix
+    assert f.culprit is not None and f.culprit["holder"] == "atexit's callbacks (atexit.register)"
+    assert "`atexit` keeps 0.2 more callbacks per step (66 now)" in f.explanation, f.explanation
+    assert f.fix_hint is not None and "atexit.unregister" in f.fix_hint
+    # BUT the few callbacks libraries register at import name nothing
+    rec = record(entries([6, 6, 7, 7]), [leak("rss_bytes")])
+    (bare,) = attribute(rec, rec.findings)
+    assert bare.culprit is None or bare.culprit["holder"] != "atexit's callbacks (atexit.register)"
 
 
 def test_tensors_kept_by_generators_suspended_in_a_chain_are_blamed_on_its_head() -> None:

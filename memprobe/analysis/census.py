@@ -29,6 +29,7 @@ _PATHS: Dict[str, Tuple[str, ...]] = {
     "ndarray:bytes": ("ndarray", "bytes"),
     "figures:count": ("figures", "count"),
     "gc:frozen": ("gc", "frozen"),
+    "atexit:callbacks": ("gc", "atexit"),
 }
 MIN_ITEMS = 8  # a container must gain at least this many items to be blamed
 
@@ -64,6 +65,9 @@ class Container:
     complete: bool = True
     scalar: bool = False
     bytes: Optional[float] = None  # what its items held at the last census (agent's sizes)
+    # ``Class.attribute`` of each attribute on its holder's path (``TrainingDashboard.ax_attn``,
+    # ``Axes._children``): what the code calls it where a variable's name says little
+    owners: List[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -184,12 +188,19 @@ class Profile:
         loop's first batch, before its kept outputs pile up)."""
         seen_graph = False
         found: Tuple[Optional[str], Optional[str]] = (None, None)
+        named_at = 0.0
         for entry in self.entries:
+            largest = num(_get(entry, "graphs", "largest")) or 0.0
             holder = _get(entry, "graphs", "largest_holder")
             if isinstance(holder, str) and seen_graph:
                 node = _get(entry, "graphs", "largest_holder_node")
-                found = (holder, node if isinstance(node, str) else None)
-            if (num(_get(entry, "graphs", "largest")) or 0.0) > 0:
+                found, named_at = (holder, node if isinstance(node, str) else None), largest
+            elif found[0] is not None and 0 < largest < named_at / 2:
+                # a later census measured no graph half as big: the one that grew was let go
+                # (a self-play game's graph, bigger one iteration than the last); a census
+                # whose graph walk measured none (0) says nothing
+                found = (None, None)
+            if largest > 0:
                 seen_graph = True
         return found
 

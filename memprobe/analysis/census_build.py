@@ -125,6 +125,7 @@ def _containers(entries: List[Dict[str, Any]], xs: List[float]) -> List[Containe
                 complete=bool(box.get("complete", True)),
                 scalar=bool(box.get("scalar", False)),
                 bytes=num(last_box_bytes.get(holder)),
+                owners=[str(o) for o in as_list(box.get("owners")) if isinstance(o, str)],
             )
         )
     return out

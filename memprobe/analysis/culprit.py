@@ -23,6 +23,7 @@ from memprobe.analysis.census import Profile
 from memprobe.analysis.census_build import build_profile, series_lengths
 from memprobe.analysis.culprit_closures import with_closure_chain
 from memprobe.analysis.culprit_make import Culprit
+from memprobe.analysis.culprit_outside import with_atexit
 from memprobe.analysis.culprit_patterns import culprit_for, primary
 from memprobe.analysis.hints import HINT_CONTAINER
 from memprobe.analysis.holderline import grow_line
@@ -76,7 +77,7 @@ def attribute(
             c: Optional[Culprit] = _watched(f.signal, by_pid.get(f.pid) if f.pid else None)
         else:
             c = culprit_for(f.signal, prof) if leak and prof else None
-            c = with_closure_chain(c, prof) if leak and prof else c
+            c = with_atexit(with_closure_chain(c, prof), prof) if leak and prof else c
         if c is None:
             out.append(f)
             continue

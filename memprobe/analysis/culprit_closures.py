@@ -1,5 +1,5 @@
-"""A chain of closures or generators behind a culprit no variable of the user's was seen
-holding.
+"""A chain of closures, generators or objects behind a culprit no variable of the user's
+was seen holding.
 
 A function made again every round around the one before it (``f = wrap(f)``; a signal
 handler that calls the handler it replaced, ``previous = signal.getsignal(sig)``) keeps
@@ -15,12 +15,12 @@ than an earlier one is named as the holder.
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from memprobe.analysis.census import Profile
 from memprobe.analysis.chains import CHAIN_MIN_LINKS, sightings
 from memprobe.analysis.culprit_make import Culprit, make_culprit
-from memprobe.analysis.hints import HINT_CLOSURE_CHAIN, HINT_GENERATOR_CHAIN
+from memprobe.analysis.hints import HINT_CHAIN, HINT_CLOSURE_CHAIN, HINT_GENERATOR_CHAIN
 from memprobe.record import Evidence
 
 
@@ -29,10 +29,10 @@ def closure_chain(prof: Profile) -> Optional[Tuple[str, int, str, str, str]]:
     "generator") of the longest chain the censuses found, when a later census found it
     longer than the first one that saw it; None otherwise."""
     seen = [
-        (c["holder"], c["links"], str(c.get("closure") or "?"), str(c.get("via") or "?"), kind)
+        (c["holder"], c["links"], name, str(c.get("via") or "?"), kind)
         for c in sightings(prof.entries)
-        for kind in [c.get("type")]
-        if kind in ("function", "generator") and c["links"] >= CHAIN_MIN_LINKS
+        for kind, name in [_kind_name(c)]
+        if c["links"] >= CHAIN_MIN_LINKS
     ]
     if not seen:
         return None
@@ -42,6 +42,15 @@ def closure_chain(prof: Profile) -> Optional[Tuple[str, int, str, str, str]]:
     # one look that found a long chain is a chain too: a handler chained fifty deep is no
     # step's passing state, and a run whose censuses were few may have seen it only once
     return best if grew or best[1] >= 2 * CHAIN_MIN_LINKS else None
+
+
+def _kind_name(c: Dict[str, Any]) -> Tuple[str, str]:
+    """("function" | "generator", the code's name) for a chain of code; ("object", the
+    class) for objects of a growing type each keeping the one before (``snapshot.parent``)."""
+    kind = str(c.get("type"))
+    if kind in ("function", "generator"):
+        return kind, str(c.get("closure") or "?")
+    return "object", kind
 
 
 def with_closure_chain(c: Optional[Culprit], prof: Profile) -> Optional[Culprit]:
@@ -60,11 +69,14 @@ def with_closure_chain(c: Optional[Culprit], prof: Profile) -> Optional[Culprit]
     if kind == "generator":
         tail = f"suspended `{name}` generators, each delegating to the next (`{via}`) and "
         tail += "keeping its locals."
+    elif kind == "object":
+        tail = f"`{name}` objects, each keeping the one before it (through `.{via}`) and "
+        tail += "all it holds."
     else:
         tail = f"`{name}` closures, each keeping the one before it (through `{via}`) and "
         tail += "all it closes over."
     sentence = f"{c.sentence} `{holder}` heads a chain of {links:,} {tail}"
-    hint = HINT_GENERATOR_CHAIN if kind == "generator" else HINT_CLOSURE_CHAIN
+    hint = {"generator": HINT_GENERATOR_CHAIN, "object": HINT_CHAIN}.get(kind, HINT_CLOSURE_CHAIN)
     evidence: Evidence = {**c.evidence, "chain_links": links}
     return dataclasses.replace(
         c, holder=holder, sentence=sentence, fix_hint=hint, evidence=evidence

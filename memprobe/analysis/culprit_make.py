@@ -62,6 +62,8 @@ def make_culprit(
         evidence["chain"] = list(box.chain)
     if box is not None and box.bytes is not None:
         evidence["container_bytes"] = box.bytes
+    if box is not None and box.owners and holder == box.holder:
+        evidence["holder_types"] = list(box.owners)
     if traceback:
         evidence["allocated_at"] = traceback
     evidence["censuses"] = prof.n

@@ -170,7 +170,9 @@ def _modules(prof: Profile) -> Optional[Culprit]:
         " with their parameters." if params > 0 else " (no parameters of their own)."
     )
     if box is None:  # the models sit inside the items of a growing container (records)
-        box = prof.top_container()
+        # ... one that holds more than a log of small records (``light``): a sweep's list
+        # of result dicts grows a trial at a time beside the hook dict that keeps the models
+        box = prof.top_container(no_logs=True)
         if box is not None:
             elem = box.elem_types[0] if box.elem_types else "item"
             sentence = (
@@ -287,8 +289,8 @@ def _container(prof: Profile, box: Container) -> Culprit:
         False,
         "unbounded container",
         hint,
-        f"`{box.holder}` (a {box.type}) gains {fmt_count(box.per_step)} {what} per {prof.per} "
-        f"({box.len:,} now).",
+        f"`{box.holder}` (a {box.type}{_on_class(box)}) gains {fmt_count(box.per_step)} {what} "
+        f"per {prof.per} ({box.len:,} now).",
         ev,
         box,
     )
@@ -375,6 +377,12 @@ def _chain(prof: Profile, name: str) -> Optional[Tuple[str, int, str]]:
     if len(seen) < 2 or seen[-1][1] <= seen[0][1]:
         return None
     return max(seen, key=lambda c: c[1])
+
+
+def _on_class(box: Container) -> str:
+    """ ", `TrainingDashboard.ax_attn` › `Axes._children`": the classes whose attributes the
+    holder's path reads, where the variables' names may say little (``main:prof.records``)."""
+    return ", " + " › ".join(f"`{o}`" for o in box.owners) if box.owners else ""
 
 
 def _is_tensor(name: str) -> bool:

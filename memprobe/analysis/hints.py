@@ -79,6 +79,11 @@ HINT_FINALIZE = (
     "`obj` alive for good: pass a plain function and only what it frees "
     "(`weakref.finalize(self, release, self.handle)`)"
 )
+HINT_ATEXIT = (
+    "`atexit.register(obj.method)` keeps `obj` until the program exits, once per call: "
+    "register one function once (at start-up) that flushes what is still open, or call "
+    "`atexit.unregister(obj.method)` when `obj` is done"
+)
 HINT_LOGGERS = (
     "`logging.getLogger(name)` keeps every logger it has made for the life of the process, "
     "with its handlers and filters: a name per session, request or run is a logger that "

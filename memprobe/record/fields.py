@@ -72,6 +72,8 @@ class Evidence(TypedDict, total=False):
     container_type: str
     key_type: str  # a dict whose memory is in its keys: their type
     container_bytes: float
+    holder_types: List[str]  # Class.attribute of each attribute on the holder's path
+    atexit_callbacks: int  # atexit's callbacks at the last census (culprit_outside)
     watch: str  # the name memprobe.watch() was given
     bytes_per_step: float
     graph_nodes: int
