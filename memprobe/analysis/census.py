@@ -188,11 +188,13 @@ class Profile:
         loop's first batch, before its kept outputs pile up)."""
         seen_graph = False
         found: Tuple[Optional[str], Optional[str]] = (None, None)
-        named_at = 0.0
+        named_at = peak = 0.0
         for entry in self.entries:
             largest = num(_get(entry, "graphs", "largest")) or 0.0
             holder = _get(entry, "graphs", "largest_holder")
-            if isinstance(holder, str) and seen_graph:
+            # bigger than at the census before is not enough: bigger than ever before (a
+            # game's graph, one iteration bigger than the last, is no bigger than earlier ones)
+            if isinstance(holder, str) and seen_graph and largest > peak:
                 node = _get(entry, "graphs", "largest_holder_node")
                 found, named_at = (holder, node if isinstance(node, str) else None), largest
             elif found[0] is not None and 0 < largest < named_at / 2:
@@ -202,6 +204,7 @@ class Profile:
                 found = (None, None)
             if largest > 0:
                 seen_graph = True
+            peak = max(peak, largest)
         return found
 
     def last(self, section: str, key: str) -> Any:
