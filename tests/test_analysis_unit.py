@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, cast
 
 import numpy as np
@@ -896,6 +898,24 @@ def test_a_fill_that_levelled_off_while_pages_still_fault_in_has_stopped() -> No
     # AND a tail still climbing at 40 % of the window's slope has not stopped
     climbing = 57 * 2**20 + fill + np.clip(t - 12.0, 0.0, None) * 0.4 * slope
     assert not _stopped_for_long(t, climbing, slope, options.plateau_ratio * slope, total, options)
+
+
+def test_a_long_rise_flat_for_its_last_seconds_has_not_stopped() -> None:
+    from memprobe.analysis.verdict import _stopped_for_long
+
+    # GIVEN the RSS a batch job's verdict window saw: 11 s of rise, then 2.7 s flat while it
+    # removed its shards at the end (wild_w/leak_tile_lineage_audithook, busy: its loop had
+    # ended, its growth had not; called "grew, then no growth lately" without this rule)
+    data = json.loads((Path(__file__).parent / "data" / "rise_then_cleanup.json").read_text())
+    x, y = np.array(data["x"]), np.array(data["y"])
+    slope, total, options = float(data["slope"]), float(data["total"]), DetectOptions()
+    # THEN a flat end shorter than a quarter of the rise before it is no end of the rise
+    assert not _stopped_for_long(x, y, slope, options.plateau_ratio * slope, total, options)
+    # BUT the same rise followed by as long a flat stretch as a quarter of it has stopped
+    dt = float(x[-1] - x[-2])
+    more = np.arange(1, int(2.0 / dt) + 1) * dt + x[-1]
+    x2, y2 = np.concatenate([x, more]), np.concatenate([y, np.full(len(more), y[-1])])
+    assert _stopped_for_long(x2, y2, slope, options.plateau_ratio * slope, total, options)
 
 
 @pytest.mark.slow  # statistical sweep: in CI, out of the fast loop

@@ -30,6 +30,7 @@ LEAK, NO_LEAK, INCONCLUSIVE = "leak", "no_leak", "inconclusive"
 # a flat stretch ends a rise when it lasts this many times the longest pause between the rises
 # before it (see _stopped_for_long)
 STALL_PAUSES = 2.0
+STOP_SHARE = 0.25  # a stop is believed once flat for a quarter as long as the rise before it
 MIN_RISES = 3
 
 __all__ = ["INCONCLUSIVE", "LEAK", "NO_LEAK", "SignalVerdict", "judge_window"]
@@ -281,6 +282,10 @@ def _stopped_for_long(
         return False
     flat, longest = _last_rise(x, y, total / 8.0, options.max_points)
     if flat is None or flat < STALL_PAUSES * longest or slope * flat < total:
+        return False
+    if flat < STOP_SHARE * (float(x[-1] - x[0]) - flat):
+        # a few seconds flat at the end of a long rise: the program's loop may just have
+        # ended (a batch job cleaning up its files), not its growth
         return False
     return growth_stopped(x, y, limit, options.max_points)
 
