@@ -126,17 +126,47 @@ def render(idle: Dict[Key, Dict[str, Any]], busy: Dict[Key, Dict[str, Any]]) -> 
     return "\n".join(lines)
 
 
+def _short(r: Optional[Dict[str, Any]]) -> str:
+    """One cell per mode: "leak 5.6 s" (when it became leak and stayed), "no_leak",
+    "inconclusive ✗"; a correct script that some cut called leak gets "(ever)"."""
+    if r is None:
+        return "-"
+    cell = _verdict(r).replace("inconclusive", "incon.")
+    if r["expect"] == "leak" and r.get("verdict") == "leak" and r.get("detect_s") is not None:
+        cell += f" {r['detect_s']:.1f} s"
+    if r["expect"] == "no_leak" and r.get("ever_leak"):
+        cell += " (ever)"
+    return cell
+
+
+def render_compact(idle: Dict[Key, Dict[str, Any]], busy: Dict[Key, Dict[str, Any]]) -> str:
+    """The same table in half the width: the script's name tells what it expects, holders
+    lose their script's file name, and each mode is one cell."""
+    lines = [
+        "| corpus | script | idle | busy | holder (idle) | retained |",
+        "|---|---|---|---|---|---|",
+    ]
+    for key in sorted(set(idle) | set(busy)):
+        i, b = idle.get(key), busy.get(key)
+        holder = _holder(i).replace(f"`{key[1]}:", "`")
+        kept = _mib(i.get("retained_bytes")) if i and i["expect"] == "leak" else ""
+        row = [key[0], key[1].removesuffix(".py"), _short(i), _short(b), holder, kept]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
+    return "\n".join(lines + [""] + render(idle, busy).split("\n")[-7:])
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("idle", help="bench_corpus.py --out of the idle pass")
     ap.add_argument("busy", help="bench_corpus.py --out of the busy pass")
+    ap.add_argument("--compact", action="store_true", help="one cell per mode, for notes")
     args = ap.parse_args(argv)
     try:
         idle, busy = _load(args.idle), _load(args.busy)
     except (OSError, ValueError, KeyError) as e:
         print(f"corpus_table: cannot read the results: {e}", file=sys.stderr)
         return 2
-    print(render(idle, busy))
+    print(render_compact(idle, busy) if args.compact else render(idle, busy))
     return 0
 
 
