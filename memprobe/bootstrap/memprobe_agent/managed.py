@@ -21,8 +21,8 @@ import sys
 from typing import Any, Dict, List
 
 from . import roots, wire
-from .containertypes import CONTAINER_TYPES
 from .typeinfo import instance_dict, mro, type_dict, type_name
+from .workerdata import GrownLengths
 
 MAX_OBJECTS = 256  # shared objects looked at per sample
 MAX_PROXIES = 16  # proxies named per census
@@ -37,20 +37,12 @@ class ManagerWatch:
     """The lengths of the server's containers, once each has grown."""
 
     def __init__(self) -> None:
-        self.first: Dict[str, int] = {}
-        self.grown: Dict[str, bool] = {}
+        self.lengths = GrownLengths()
 
     def poll(self) -> Dict[str, float]:
         out: Dict[str, float] = {}
         for ident, obj in _shared(server())[:MAX_OBJECTS]:
-            if type(obj) not in CONTAINER_TYPES:
-                continue
-            n = len(obj)
-            first = self.first.setdefault(ident, n)
-            if n != first:
-                self.grown[ident] = True
-            if self.grown.get(ident):
-                out[f"container:{holder(ident)}:len"] = n
+            self.lengths.add(out, holder(ident), obj)
         return out
 
 

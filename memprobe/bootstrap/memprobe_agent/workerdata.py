@@ -14,7 +14,7 @@ reported as ``container:dataset.<attribute>:len``, at the cheap-sample pace.
 from __future__ import annotations
 
 import sys
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from .containertypes import CONTAINER_TYPES
 from .typeinfo import instance_dict
@@ -22,11 +22,29 @@ from .typeinfo import instance_dict
 MAX_CONTAINERS = 8
 
 
+class GrownLengths:
+    """The lengths of containers another process keeps for others, reported from the first
+    change on (a container that never changes is no series)."""
+
+    def __init__(self) -> None:
+        self.first: Dict[str, int] = {}
+        self.grown: Set[str] = set()
+
+    def add(self, out: Dict[str, float], holder: str, obj: Any) -> None:
+        """Put ``container:<holder>:len`` in ``out`` once ``obj``'s length has changed."""
+        if type(obj) not in CONTAINER_TYPES:
+            return
+        n = len(obj)
+        if n != self.first.setdefault(holder, n):
+            self.grown.add(holder)
+        if holder in self.grown:
+            out[f"container:{holder}:len"] = n
+
+
 class DatasetWatch:
     def __init__(self) -> None:
         self.paths: Optional[List[Tuple[str, List[str]]]] = None  # (holder, attribute chain)
-        self.first: Dict[str, int] = {}
-        self.grown: Dict[str, bool] = {}
+        self.lengths = GrownLengths()
 
     def poll(self) -> Dict[str, float]:
         dataset = _dataset()
@@ -36,15 +54,7 @@ class DatasetWatch:
             self.paths = _container_paths(dataset)
         out: Dict[str, float] = {}
         for holder, chain in self.paths:
-            obj = _follow(dataset, chain)
-            if type(obj) not in CONTAINER_TYPES:
-                continue
-            n = len(obj)
-            first = self.first.setdefault(holder, n)
-            if n != first:
-                self.grown[holder] = True
-            if self.grown.get(holder):
-                out[f"container:{holder}:len"] = n
+            self.lengths.add(out, holder, _follow(dataset, chain))
         return out
 
 
