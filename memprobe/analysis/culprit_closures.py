@@ -25,9 +25,9 @@ from memprobe.record import Evidence
 
 
 def closure_chain(prof: Profile) -> Optional[Tuple[str, int, str, str, str]]:
-    """(holder, links, the function's name, the variable linking them, "function" or
-    "generator") of the longest chain the censuses found, when a later census found it
-    longer than the first one that saw it; None otherwise."""
+    """(holder, links, the function's or class' name, what links them, "function",
+    "generator" or "object") of the longest chain the censuses found, when a later census
+    found it longer than the first one that saw it; None otherwise."""
     seen = [
         (c["holder"], c["links"], name, str(c.get("via") or "?"), kind)
         for c in sightings(prof.entries)
