@@ -115,8 +115,8 @@ CORPUS_STEPS: Dict[str, int] = {
     # six lists, three found by the census at step 25 and three at step 100: their dense
     # lengths need ten points after that, and 1,500 steps end 0.7-1.0 s after step 100 here
     "leak_layer_grad_hists.py": 12000,
-    # leak from 65-90 % of their 3.7-5.5 s runs at their defaults in stop 41's CI run here:
-    # on a faster machine the verdict could come after the end; these last 7-9 s here (leak from 35-45 %)
+    # leak from 65-90 % of their 3.7-5.5 s runs in stop 41's CI run here: on a faster
+    # machine the verdict could come after the end; these last 7-9 s (leak from 35-45 %)
     "leak_small_metrics.py": 30000,
     "leak_numpy_temps.py": 6000,
     "leak_running_stats.py": 2800,
