@@ -43,7 +43,8 @@ def test_an_asyncio_program_busy_in_its_coroutines_gets_censuses(tmp_path: Path)
     # every result in a set of the service (its loop is inside a coroutine nearly always)
     out = tmp_path / "r.json"
     proc = run_cli(
-        ["run", "--no-live", "-o", str(out), str(SCRIPTS / "async_busy.py"), "6"],
+        # 9 s: censuses come 2-3 s apart here, and a 6 s run had two in one CI run of three
+        ["run", "--no-live", "-o", str(out), str(SCRIPTS / "async_busy.py"), "9"],
         cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
@@ -61,7 +62,7 @@ def test_a_program_whose_loop_runs_inside_a_generator_gets_censuses(tmp_path: Pa
     # every cycle's trace in a module-level list
     out = tmp_path / "r.json"
     proc = run_cli(
-        ["run", "--no-live", "-o", str(out), str(SCRIPTS / "generator_loop.py"), "6"],
+        ["run", "--no-live", "-o", str(out), str(SCRIPTS / "generator_loop.py"), "9"],
         cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
