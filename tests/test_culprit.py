@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memprobe.analysis.census_build import build_profile
+from memprobe.analysis.census_groups import tree_of_dicts
 from memprobe.analysis.culprit import attribute, live_culprit
 from memprobe.analysis.culprit_patterns import culprit_for
 from memprobe.analysis.hints import HINT_DETACH
@@ -583,7 +584,7 @@ def test_a_trie_that_keeps_branching_is_named_by_the_holder_of_the_tree() -> Non
     # AND a dict of lists one level down (shards filled in turn) is no tree
     shards = [box(f"main:samples[{k}]", 50, 1, "float", "list") for k in range(3)]
     entries = [census(5, containers=[]), census(205, containers=shards)]
-    assert build_profile(entries).tree() is None
+    assert tree_of_dicts(build_profile(entries)) is None
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Optional, Tuple
 
 from memprobe.analysis.census import Container, Profile, light
+from memprobe.analysis.census_groups import filled_in_turn, tree_of_dicts
 from memprobe.analysis.chains import CHAIN_MIN_LINKS, sightings
 from memprobe.analysis.culprit_make import TENSOR, Culprit, evidence_of, make_culprit
 from memprobe.analysis.culprit_tensors import graph_culprit, growing_tensor, tensors_culprit
@@ -104,7 +105,7 @@ def primary(prof: Profile) -> Optional[Culprit]:
         c = fn(prof)
         if c is not None:
             return c
-    box = _in_tree(prof, prof.top_container()) or prof.filled_in_turn()
+    box = _in_tree(prof, prof.top_container()) or filled_in_turn(prof)
     if box is not None and light(box):
         # a log of small records grows beside what leaks: the program's own objects that
         # accumulate, another growing container that holds more than records (an optimizer's
@@ -300,7 +301,7 @@ def _in_tree(prof: Profile, box: Optional[Container]) -> Optional[Container]:
     """The tree of nested dicts a growing container is a node of (a trie's node fills up to
     a few dozen children: the tree is what grows), else the container itself; with no
     container, the tree alone."""
-    tree = prof.tree()
+    tree = tree_of_dicts(prof)
     if tree is not None and (box is None or box.holder.startswith(tree.holder + "[")):
         return tree
     return box

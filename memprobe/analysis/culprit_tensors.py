@@ -7,6 +7,7 @@ import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from memprobe.analysis.census import SUM_NODES, Profile, light
+from memprobe.analysis.census_groups import filled_in_turn
 from memprobe.analysis.culprit_make import TENSOR, Culprit, evidence_of, make_culprit
 from memprobe.analysis.hints import (
     HINT_CARRIED,
@@ -273,7 +274,7 @@ def tensors_culprit(prof: Profile) -> Optional[Culprit]:
     box = prof.container_of(TENSOR)
     ev = evidence_of(per_step=rate, tensor_bytes_per_step=round(prof.rate("tensors:cpu_bytes")))
     if box is None:  # the tensors sit inside the items of a growing container (transitions)
-        inner = prof.top_container() or prof.filled_in_turn()
+        inner = prof.top_container() or filled_in_turn(prof)
         if inner is not None and not light(inner):
             elem = inner.elem_types[0] if inner.elem_types else "item"
             return make_culprit(
