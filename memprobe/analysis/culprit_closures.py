@@ -14,14 +14,12 @@ than an earlier one is named as the holder.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Dict, Optional, Tuple
 
 from memprobe.analysis.census import Profile
 from memprobe.analysis.chains import CHAIN_MIN_LINKS, sightings
-from memprobe.analysis.culprit_make import Culprit, make_culprit
+from memprobe.analysis.culprit_make import Culprit, held_by, make_culprit
 from memprobe.analysis.hints import HINT_CHAIN, HINT_CLOSURE_CHAIN, HINT_GENERATOR_CHAIN
-from memprobe.record import Evidence
 
 
 def closure_chain(prof: Profile) -> Optional[Tuple[str, int, str, str, str]]:
@@ -75,9 +73,6 @@ def with_closure_chain(c: Optional[Culprit], prof: Profile) -> Optional[Culprit]
     else:
         tail = f"`{name}` closures, each keeping the one before it (through `{via}`) and "
         tail += "all it closes over."
-    sentence = f"{c.sentence} `{holder}` heads a chain of {links:,} {tail}"
+    said = f"`{holder}` heads a chain of {links:,} {tail}"
     hint = {"generator": HINT_GENERATOR_CHAIN, "object": HINT_CHAIN}.get(kind, HINT_CLOSURE_CHAIN)
-    evidence: Evidence = {**c.evidence, "chain_links": links}
-    return dataclasses.replace(
-        c, holder=holder, sentence=sentence, fix_hint=hint, evidence=evidence
-    )
+    return held_by(c, holder, said, hint, {"chain_links": links})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Tuple, cast
 
 from memprobe.analysis.census import Container, Profile, as_list, num
@@ -76,6 +76,16 @@ def make_culprit(
         fix_hint=hint,
         sentence=sentence,
         evidence=evidence,
+    )
+
+
+def held_by(c: Culprit, holder: str, said: str, hint: str, more: Evidence) -> Culprit:
+    """``c`` named by a holder found outside the census' walk from the roots (a chain of
+    closures, generators or objects; atexit's table): its sentence goes on with what was
+    found, its fix is that holder's."""
+    evidence: Evidence = {**c.evidence, **more}
+    return replace(
+        c, holder=holder, sentence=f"{c.sentence} {said}", fix_hint=hint, evidence=evidence
     )
 
 

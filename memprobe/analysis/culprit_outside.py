@@ -9,14 +9,12 @@ saw that count grow is named by it.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Optional
 
 from memprobe.analysis.census import Profile
-from memprobe.analysis.culprit_make import Culprit, make_culprit
+from memprobe.analysis.culprit_make import Culprit, held_by, make_culprit
 from memprobe.analysis.hints import HINT_ATEXIT
 from memprobe.analysis.wording import fmt_count
-from memprobe.record import Evidence
 
 ATEXIT_HOLDER = "atexit's callbacks (atexit.register)"
 MIN_CALLBACKS = 8  # gained over the censuses: libraries register a few at import
@@ -39,11 +37,4 @@ def with_atexit(c: Optional[Culprit], prof: Profile) -> Optional[Culprit]:
         return make_culprit(
             prof, "atexit callback", ATEXIT_HOLDER, False, "atexit", HINT_ATEXIT, said, {}, None
         )
-    evidence: Evidence = {**c.evidence, "atexit_callbacks": round(now)}
-    return dataclasses.replace(
-        c,
-        holder=ATEXIT_HOLDER,
-        sentence=f"{c.sentence} {said}",
-        fix_hint=HINT_ATEXIT,
-        evidence=evidence,
-    )
+    return held_by(c, ATEXIT_HOLDER, said, HINT_ATEXIT, {"atexit_callbacks": round(now)})
