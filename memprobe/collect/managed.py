@@ -25,9 +25,9 @@ def name_shared(processes: List[Process]) -> List[Process]:
         for entry in proc.census:
             found = entry.get("proxies")
             for p in found if isinstance(found, list) else []:
-                if isinstance(p, dict) and isinstance(p.get("id"), str):
-                    if isinstance(p.get("holder"), str):
-                        names.setdefault(p["id"], p["holder"])
+                ok = isinstance(p, dict) and isinstance(p.get("holder"), str)
+                if ok and isinstance(p.get("id"), str):
+                    names.setdefault(p["id"], p["holder"])
     if not names:
         return processes
     return [

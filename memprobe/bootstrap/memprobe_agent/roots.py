@@ -317,7 +317,8 @@ def _children(value: Any) -> List[Tuple[Step, Any]]:
     if _thread._local in mro(cls):
         return _thread_local_children(value)
     if cls is contextvars.ContextVar:
-        now = (("cvvalue", cvar_current(value)), ("cvdefault", cvar_default(value)))
+        default = cvar_default(value)
+        now = (("cvvalue", cvar_current(value, default)), ("cvdefault", default))
         return [((kind, None), v) for kind, v in now if v is not None]
     saved = cycle_saved(value)
     if saved is not None:

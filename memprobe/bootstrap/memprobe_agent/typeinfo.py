@@ -165,17 +165,17 @@ def cvar_default(var: Any) -> Any:
 _UNSET = object()
 
 
-def cvar_current(var: Any) -> Any:
+def cvar_current(var: Any, default: Any) -> Any:
     """A ``contextvars.ContextVar``'s value in the calling thread's context when it is not
     the default, else None (C code only). A census at a step boundary runs in the thread
     that steps: a ``ContextVar`` set there and never reset (``token`` lost on an error
     path) keeps its value for the rest of the run. From the agent's own thread, whose
-    context the target never set, this is None."""
+    context the target never set, this is None. ``default``: its ``cvar_default``."""
     try:
         value = var.get(_UNSET)
     except Exception:  # noqa: BLE001
         return None
-    if value is _UNSET or value is None or value is cvar_default(var):
+    if value is _UNSET or value is None or value is default:
         return None
     return value
 
