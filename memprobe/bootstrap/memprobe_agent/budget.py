@@ -79,3 +79,14 @@ class Budget:
         out = {f"{k}_s": round(v, 4) for k, v in self.spent.items()}
         out["share"] = round(self.total() / max(1e-9, now - self.t0), 5)
         return out
+
+
+BACKGROUND_STRETCH = 4.0  # wall over CPU of a census on a loaded machine (censustaker.py)
+
+
+def target_cost(wall: float, cpu: float, main_thread: bool) -> float:
+    """What a census cost the program: its wall time in the main thread (the program
+    waited for all of it); in the agent's own thread only while it held the GIL, which is
+    its CPU stretched by a loaded machine (``BACKGROUND_STRETCH``), never the time it
+    waited for the GIL (gilshare.py: seconds, for milliseconds of work)."""
+    return wall if main_thread else min(wall, cpu * BACKGROUND_STRETCH)

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
 from . import arrays, carried, census, chains, graphs, native, referents, roots, threadsafe, wire
-from .budget import Budget
+from .budget import Budget, target_cost
 from .containers import ContainerTracker
 from .managed import shared_names
 from .tmwindow import TraceWindow
@@ -244,7 +244,11 @@ class CensusTaker:
         self.census_cpu_s += cpu
         if not self.based:  # before the first step
             self.prestep_cpu_s += cpu
-        self.budget.charge("census", cost, now)
+        self.budget.charge(
+            "census",
+            target_cost(cost, cpu, threading.current_thread() is threading.main_thread()),
+            now,
+        )
         self.seq += 1
         payload["duration_s"] = round(cost, 4)
         payload["cpu_s"] = round(cpu, 4)

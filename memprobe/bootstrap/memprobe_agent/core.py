@@ -20,6 +20,7 @@ from typing import Any, Dict, Optional, Set
 from . import (
     cheap,
     expensive,
+    gilshare,
     identity,
     interrupts,
     managed,
@@ -58,6 +59,7 @@ class Agent(Sampler):
         self.step_on: Optional[stepon.StepOn] = None
         # a Ctrl-C held back while a census runs in the main thread (see interrupts.py)
         self.interrupts = interrupts.Interrupts()
+        self.gil = gilshare.GilShare()
         self._open(forked_from)
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -156,8 +158,14 @@ class Agent(Sampler):
 
     def _loop(self) -> None:
         poll = 0.02
+        began, cpu = time.monotonic(), time.thread_time()
         while not self._stop.wait(poll):
             try:
+                # the cycle's wall time past its wait and its own CPU: waits for the GIL
+                said = self.gil.woke(time.monotonic() - began - poll - (time.thread_time() - cpu))
+                began, cpu = time.monotonic(), time.thread_time()
+                if said is not None:
+                    self.event("gil_share", said)
                 if self.interrupts.pending:
                     self.interrupts.deliver()
                 if not _hook_registered:
