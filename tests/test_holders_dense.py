@@ -29,6 +29,8 @@ SHAPES = {
     "default": "__main__.log_metric(buf=…)",
     "classattr": "__main__.Tracker.records",
     "bystep": "holder_shapes.py:main:by_step",
+    # a key of a local dict reads as a key, not an attribute (was ``main:curves.train``)
+    "dictoflists": "holder_shapes.py:main:curves['train']",
     "generator": "holder_shapes.py:main:stream:seen",
 }
 

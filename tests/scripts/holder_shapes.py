@@ -51,6 +51,7 @@ def main(shape: str, steps: int) -> None:
     losses: Any = [Sentinel()]  # a list, until the program drops it
     freed = weakref.ref(losses[0])
     by_step: Dict[int, Any] = {}
+    curves: Dict[str, List[Any]] = {"train": [], "val": []}  # a dict of lists
     log = make_logger()
     stream = batches(steps) if shape == "generator" else None
     dropped_at = None
@@ -70,6 +71,8 @@ def main(shape: str, steps: int) -> None:
             Tracker.records.append(loss)
         elif shape == "bystep":
             by_step[step] = loss
+        elif shape == "dictoflists":
+            curves["train"].append(loss)
         if shape == "drop" and step == steps // 2:
             losses = None  # the program lets the list go
             dropped_at = time.monotonic()

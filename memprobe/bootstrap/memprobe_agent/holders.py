@@ -117,14 +117,20 @@ def find_holders(objs: List[Any], deadline: float, exclude: Set[int]) -> List[Di
 
 
 def result(
-    root: str, origin: Optional[Tuple[Any, ...]], steps: List[Step], complete: bool
+    root: str,
+    origin: Optional[Tuple[Any, ...]],
+    steps: List[Step],
+    complete: bool,
+    in_variable: bool = False,
 ) -> Dict[str, Any]:
     """{"holder": text, "chain": parts, "path": rooted steps or None, "complete": bool}.
 
     ``origin`` is ``("module", name)`` or ``("frame", code key, local name)``; the path
-    exists when every step can be followed again later (see ``resolve``).
+    exists when every step can be followed again later (see ``resolve``). ``in_variable``:
+    the root names a variable (a function's local), so a first key is a key of its value
+    (``main:acts['fc.stats']``), not an attribute as in a module's or a class's namespace.
     """
-    text, chain = _render(root, steps)
+    text, chain = _render(root, steps, not in_variable)
     path = None
     if origin is not None and all(s[0] in FOLLOWABLE for s in steps):
         path = [list(origin)] + [[k, v] for k, v in steps]
@@ -144,16 +150,18 @@ def _generator_root(gen: Any, child: Any, steps: List[Step]) -> Dict[str, Any]:
     if frame is not None:
         items = frames.local_items(frame, frames.generator_whose(gen))
         name = next((k for k, v in items if v is child), "?")
-    res = result(f"{os.path.basename(code.co_filename)}:{code.co_name}:{name}", None, steps, True)
+    res = result(
+        f"{os.path.basename(code.co_filename)}:{code.co_name}:{name}", None, steps, True, True
+    )
     if name != "?" and all(s[0] in FOLLOWABLE for s in steps):
         res["anchor"] = (weakref.ref(gen), [["genlocal", name]] + [list(s) for s in steps])
     return res
 
 
-def _render(root: str, steps: List[Step]) -> Tuple[str, List[str]]:
+def _render(root: str, steps: List[Step], attr_next: bool) -> Tuple[str, List[str]]:
     text = root
     chain = [root]
-    attr_next = True  # after a module, a class or an instance's __dict__, keys are attributes
+    # after a module, a class or an instance's __dict__, keys are attributes
     for kind, value in steps:
         if kind == "dictof":
             attr_next = True

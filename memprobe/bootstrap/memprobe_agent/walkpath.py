@@ -52,7 +52,7 @@ def found_at(
         root, skip = f"{label}:{steps[0][1]}", 1
         origin = (*origin, steps[0][1]) if origin is not None else None
         steps = steps[1:]
-    res = result(root, origin, steps, True)
+    res = result(root, origin, steps, True, skip == 1)
     if owners:
         res["owners"] = owners
     if anchor is not None:
