@@ -15,6 +15,8 @@ figures (and the assertions) are reproducible.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Callable, Dict, List
 
 import numpy as np
@@ -372,6 +374,49 @@ def test_a_start_up_ramp_alone_is_not_a_leak() -> None:
     a = analyze(_time_record({"rss_bytes": rss, "py_alloc_blocks": blocks}, t))
     # THEN it is not called a leak (too short for memory growth alone)
     assert a.verdict != "leak", a.signals
+
+
+def test_a_stepless_leak_is_not_lost_to_the_few_seconds_its_program_takes_to_finish() -> None:
+    # GIVEN the RSS of a batch job without steps whose shards grew for 16.8 s, then stayed
+    # flat for 3.4 s while it removed its files (a real record; see the file's source)
+    data = json.loads((Path(__file__).parent / "data" / "stepless_end_phase.json").read_text())
+    t, rss = np.array(data["t"]), np.array(data["rss"], dtype=float)
+    # WHEN judged as a program that ended
+    v = judge_series(t, rss, "bytes", axis="time", t=t, signal="rss_bytes", n_tests=8, ended=True)
+    # THEN it is a leak, judged up to its last rise, and the finished stretch is named
+    assert v.verdict == "leak", v.reason
+    assert "the program's end" in v.reason
+    # BUT a program still running may yet be stopping there: no verdict from that cut
+    running = judge_series(t, rss, "bytes", axis="time", t=t, signal="rss_bytes", n_tests=8)
+    assert running.verdict != "leak", running.reason
+    # AND flat for longer than a quarter of its rise, it grew, then stopped
+    dt = float(t[-1] - t[-2])
+    more = t[-1] + dt * np.arange(1, int(3.0 / dt) + 1)
+    t2, rss2 = np.concatenate([t, more]), np.concatenate([rss, np.full(len(more), rss[-1])])
+    later = judge_series(t2, rss2, "bytes", axis="time", t=t2, signal="rss_bytes", ended=True)
+    assert later.verdict != "leak", later.reason
+
+
+@pytest.mark.parametrize(
+    ("signal", "unit", "step_sd"),
+    [("rss_bytes", "bytes", 2e6), ("objects:dict", "count", 1.0)],
+)
+def test_random_walks_of_ended_programs_without_steps_stay_under_the_budget(
+    signal: str, unit: str, step_sd: float
+) -> None:
+    # GIVEN driftless random walks sampled every 0.1 s on the time axis, of programs that
+    # ended (whose flat last stretch a leak's window may be cut before)
+    rng = np.random.default_rng(12)
+    calls: List[str] = []
+    for i in range(300):
+        n = (50, 200, 800)[i % 3]
+        t = np.arange(float(n)) * 0.1
+        y = np.round(1e6 + np.cumsum(rng.normal(0.0, step_sd, n)))
+        calls.append(
+            judge_series(t, y, unit, axis="time", t=t, signal=signal, n_tests=1, ended=True).verdict
+        )
+    # THEN fewer than 1 % are called "leak" when judged alone
+    assert calls.count("leak") / len(calls) < 0.01
 
 
 @pytest.mark.slow  # statistical sweep: 1,200 series judged

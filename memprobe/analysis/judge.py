@@ -22,6 +22,7 @@ from memprobe.analysis.verdict import (
     INCONCLUSIVE,
     LEAK,
     NO_LEAK,
+    STOP_SHARE,
     SignalVerdict,
     judge_window,
 )
@@ -104,7 +105,7 @@ def judge_series(
             )
         # too few periods to judge the floor: flat by the ordinary test (a rise at start-up
         # cut as warm-up, dips after) is flat; anything else waits for more periods
-        plain = _judge_plain(xa, ya, ta, options, alpha, base, signal, n_tests)
+        plain = _judge_plain(xa, ya, ta, options, alpha, base, signal, n_tests, ended)
         if plain.verdict == NO_LEAK:
             return replace(plain, floor=True)
         # too few periods yet: a window shorter than that could hold a single ramp
@@ -126,7 +127,7 @@ def judge_series(
             return _too_short(base, len(xf), None, 0, min_span - float(xf[-1] - xf[0]), word)
         v = judge_window(xf, yf, tf, options, alpha, base, signal, n_tests, True)
         return replace(v, x_end=float(xa[-1]), last_value=float(ya[-1]))
-    return _judge_plain(xa, ya, ta, options, alpha, base, signal, n_tests)
+    return _judge_plain(xa, ya, ta, options, alpha, base, signal, n_tests, ended)
 
 
 def _judge_plain(
@@ -138,9 +139,11 @@ def _judge_plain(
     base: Dict[str, Any],
     signal: str,
     n_tests: int,
+    ended: bool = False,
 ) -> SignalVerdict:
     """The series judged as a line after its warm-up (the whole window, then its recent
-    half), not as a sawtooth."""
+    half, then for a program without steps that ended, the window up to its last rise), not
+    as a sawtooth."""
     axis, unit, fam = base["axis"], base["unit"], base["family"]
     word = "steps" if axis == "step" else "seconds"
     min_span = options.min_span_steps if axis == "step" else options.min_span_seconds
@@ -172,20 +175,97 @@ def _judge_plain(
         return replace(
             _too_short(base, len(xw), warm, 0, short, "seconds"), substantial=whole.substantial
         )
+    if whole.verdict == LEAK:
+        return whole
+    recent = _recent_half(xw, yw, tw, options, alpha, base, signal, n_tests, min_span)
+    if recent is not None:
+        return recent
+    if ended and axis == "time" and whole.verdict == INCONCLUSIVE:
+        end = _before_its_end(
+            xw, yw, tw, options, alpha, base, signal, n_tests, whole.slope, float(xa[0])
+        )
+        return end or whole
+    return whole
+
+
+def _recent_half(
+    xw: Array,
+    yw: Array,
+    tw: Optional[Array],
+    options: DetectOptions,
+    alpha: float,
+    base: Dict[str, Any],
+    signal: str,
+    n_tests: int,
+    min_span: float,
+) -> Optional[SignalVerdict]:
+    """The recent half, when it is a leak: leaks that start late (the allocator's free
+    space absorbed them first) show there."""
     half = len(xw) // 2
-    if whole.verdict == LEAK or len(xw) - half < options.min_points:
-        return whole
-    if float(xw[-1] - xw[half]) < min_span:
-        return whole
-    # The recent half: leaks that start late (the allocator's free space
-    # absorbed them first) show there.
+    if len(xw) - half < options.min_points or float(xw[-1] - xw[half]) < min_span:
+        return None
     th = tw[half:] if tw is not None else None
     recent = judge_window(
         xw[half:], yw[half:], th, options, alpha, base, signal, n_tests * 2, False, steady=False
     )
-    if recent.verdict == LEAK:
-        return replace(recent, warmup_end_x=float(xw[half]), reason=recent.reason + " lately")
-    return whole
+    if recent.verdict != LEAK:
+        return None
+    return replace(recent, warmup_end_x=float(xw[half]), reason=recent.reason + " lately")
+
+
+def _before_its_end(
+    xw: Array,
+    yw: Array,
+    tw: Optional[Array],
+    options: DetectOptions,
+    alpha: float,
+    base: Dict[str, Any],
+    signal: str,
+    n_tests: int,
+    slope: float,
+    start: float,
+) -> Optional[SignalVerdict]:
+    """A program without steps that grew for all its run but its last seconds, flat while
+    it finished (a batch job removing the files it wrote, 2.5 s of a 19 s run): a leak when
+    the window up to its last rise is one. Only where that flat end is short beside the
+    rise since the series began (under ``STOP_SHARE`` of it, the warm-up included: a
+    concave climb loses its steep start to the warm-up cut); a longer one is a stop
+    (verdict._stopped_for_long). None otherwise. ``slope``: the whole window's; ``start``:
+    where the series begins."""
+    unit, fam = base["unit"], base["family"]
+    total = options.growth_threshold(unit, float(np.median(yw)), fam)
+    flat = _flat_end(xw, yw, slope, total / 8.0, options.max_points)
+    if flat <= 0 or flat >= STOP_SHARE * (float(xw[-1]) - start - flat):
+        return None
+    cut = xw <= xw[-1] - flat
+    if int(cut.sum()) < options.min_points or float(xw[cut][-1] - xw[0]) < options.min_span_seconds:
+        return None
+    tc = tw[cut] if tw is not None else None
+    v = judge_window(xw[cut], yw[cut], tc, options, alpha, base, signal, n_tests * 2, False)
+    if v.verdict != LEAK:
+        return None
+    return replace(
+        v,
+        reason=f"{v.reason}, flat for its last {flat:.1f} s (the program's end)",
+        x_end=float(xw[-1]),
+        last_value=float(yw[-1]),
+    )
+
+
+def _flat_end(x: Array, y: Array, slope: float, floor: float, max_points: int) -> float:
+    """How long the series has stayed at its final level up to its end: within what the
+    window's ``slope`` adds in two of its (reduced) sample intervals, or ``floor``."""
+    if slope <= 0 or len(x) < 2:
+        return 0.0
+    xr, yr = reduce_points(x, y, max_points)
+    gap = float(np.median(np.diff(xr))) if len(xr) > 1 else 0.0
+    eps = max(floor, 2.0 * slope * gap)
+    start = len(xr) - 1
+    for j in range(len(xr) - 2, -1, -1):
+        if abs(float(yr[-1] - yr[j])) > eps:
+            break
+        start = j
+    return float(x[-1] - xr[start])
 
 
 def _seconds_short(tw: Optional[Array], axis: str, fam: str, options: DetectOptions) -> float:
