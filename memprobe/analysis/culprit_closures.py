@@ -14,41 +14,12 @@ than an earlier one is named as the holder.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+from typing import Optional
 
 from memprobe.analysis.census import Profile
-from memprobe.analysis.chains import CHAIN_MIN_LINKS, sightings
+from memprobe.analysis.chains import longest
 from memprobe.analysis.culprit_make import Culprit, held_by, make_culprit
 from memprobe.analysis.hints import HINT_CHAIN, HINT_CLOSURE_CHAIN, HINT_GENERATOR_CHAIN
-
-
-def closure_chain(prof: Profile) -> Optional[Tuple[str, int, str, str, str]]:
-    """(holder, links, the function's or class' name, what links them, "function",
-    "generator" or "object") of the longest chain the censuses found, when a later census
-    found it longer than the first one that saw it; None otherwise."""
-    seen = [
-        (c["holder"], c["links"], name, str(c.get("via") or "?"), kind)
-        for c in sightings(prof.entries)
-        for kind, name in [_kind_name(c)]
-        if c["links"] >= CHAIN_MIN_LINKS
-    ]
-    if not seen:
-        return None
-    best = max(seen, key=lambda c: c[1])
-    same = [c for c in seen if c[0] == best[0]]
-    grew = len(same) >= 2 and same[-1][1] > same[0][1]
-    # one look that found a long chain is a chain too: a handler chained fifty deep is no
-    # step's passing state, and a run whose censuses were few may have seen it only once
-    return best if grew or best[1] >= 2 * CHAIN_MIN_LINKS else None
-
-
-def _kind_name(c: Dict[str, Any]) -> Tuple[str, str]:
-    """("function" | "generator", the code's name) for a chain of code; ("object", the
-    class) for objects of a growing type each keeping the one before (``snapshot.parent``)."""
-    kind = str(c.get("type"))
-    if kind in ("function", "generator"):
-        return kind, str(c.get("closure") or "?")
-    return "object", kind
 
 
 def with_closure_chain(c: Optional[Culprit], prof: Profile) -> Optional[Culprit]:
@@ -57,10 +28,11 @@ def with_closure_chain(c: Optional[Culprit], prof: Profile) -> Optional[Culprit]
     could put it on: the epochs' copies of the data are arrays of the generators' locals)."""
     if c is not None and c.holder is not None:
         return c
-    chain = closure_chain(prof)
+    chain = longest(prof.entries)
     if chain is None:
         return c
     holder, links, name, via, kind = chain
+    via = via or "?"
     if c is None:
         alive = f"More `{name}` {kind}s stay alive."
         c = make_culprit(prof, kind, None, False, "chain", None, alive, {}, None)

@@ -5,11 +5,11 @@ never closed, NumPy arrays kept, unbounded containers, objects of one type).
 
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import Optional
 
 from memprobe.analysis.census import Container, Profile, light
 from memprobe.analysis.census_groups import filled_in_turn, tree_of_dicts
-from memprobe.analysis.chains import CHAIN_MIN_LINKS, sightings
+from memprobe.analysis.chains import longest
 from memprobe.analysis.culprit_make import TENSOR, Culprit, evidence_of, make_culprit
 from memprobe.analysis.culprit_tensors import graph_culprit, growing_tensor, tensors_culprit
 from memprobe.analysis.hints import (
@@ -331,9 +331,9 @@ def _of_type(prof: Profile, name: str) -> Optional[Culprit]:
     if box is not None:
         return _container(prof, box)
     rate = prof.type_rate(name)
-    chain = _chain(prof, name)
+    chain = longest(prof.entries, name)
     if chain is not None:
-        holder, links, via = chain
+        holder, links, _, via, _ = chain
         link = f" linked by `.{via}`" if via else ""
         return make_culprit(
             prof,
@@ -362,22 +362,6 @@ def _of_type(prof: Profile, name: str) -> Optional[Culprit]:
 
 
 # -- helpers ---------------------------------------------------------------------------------
-
-
-def _chain(prof: Profile, name: str) -> Optional[Tuple[str, int, str]]:
-    """(holder, links, link attribute or '') of the longest chain of ``name`` the censuses
-    found (the agent's chains.py: objects of a growing type each keeping the one before),
-    when a later census found it longer than an earlier one did; None otherwise. A chain
-    that stays as long (a step's small tree of nodes pointing to their parent, caught in a
-    local while the step runs) is no chain that grows."""
-    seen = [
-        (c["holder"], c["links"], str(c.get("via") or ""))
-        for c in sightings(prof.entries)
-        if c.get("type") == name and c["links"] >= CHAIN_MIN_LINKS
-    ]
-    if len(seen) < 2 or seen[-1][1] <= seen[0][1]:
-        return None
-    return max(seen, key=lambda c: c[1])
 
 
 def _on_class(box: Container) -> str:
