@@ -34,11 +34,13 @@ class Chain(NamedTuple):
 
 def longest(census: Sequence[Mapping[str, Any]], of_type: Optional[str] = None) -> Optional[Chain]:
     """The longest chain the censuses found (of objects of ``of_type`` only, when given),
-    when a later census found the same one longer than the first one that saw it, or one
-    look found it twice as long as the agent reports: a handler chained fifty deep is no
-    step's passing state, and a run whose censuses were few may have seen it only once.
-    None otherwise: a chain that stays as long (a step's small tree of nodes pointing to
-    their parent, caught in a local while the step runs) is no chain that grows."""
+    when a later census found the same one longer than the first one that saw it; for a
+    chain of code, also when one look found it twice as long as the agent reports: a
+    handler chained fifty deep is no step's passing state, and a run whose censuses were
+    few may have seen it only once. None otherwise: a chain of objects that stays as long,
+    or that one census saw (a step's small tree of nodes pointing to their parent, caught
+    in a local while the step runs: sample_scripts/ok_cyclic_garbage), is no chain that
+    grows."""
     seen = [
         Chain(c["holder"], c["links"], name, str(c.get("via") or ""), kind)
         for c in sightings(census)
@@ -50,7 +52,8 @@ def longest(census: Sequence[Mapping[str, Any]], of_type: Optional[str] = None) 
     best = max(seen, key=lambda c: c.links)
     same = [c for c in seen if c.holder == best.holder]
     grew = len(same) >= 2 and same[-1].links > same[0].links
-    return best if grew or best.links >= 2 * CHAIN_MIN_LINKS else None
+    once = best.kind != "object" and best.links >= 2 * CHAIN_MIN_LINKS
+    return best if grew or once else None
 
 
 def _kind_name(c: Mapping[str, Any]) -> Tuple[str, str]:
