@@ -20,8 +20,7 @@ program's own threads share the GIL more finely from then on. The run says so (a
 from __future__ import annotations
 
 import sys
-from collections import deque
-from typing import Deque, Optional
+from typing import Optional
 
 LATE_S = 0.1  # a cycle this late is not the OS (a busy machine wakes a thread in ms)
 TIMES, OF = 3, 8  # late cycles among the last ones
@@ -31,7 +30,9 @@ SHARE_S = 0.001
 class GilShare:
     def __init__(self) -> None:
         self.start = sys.getswitchinterval()
-        self.recent: Deque[bool] = deque(maxlen=OF)
+        # the last OF cycles, a bit each (1: late), in an int: no container of the agent's
+        # for a census in the same process (the pytest plugin, ``track()``) to see filling
+        self.recent = 0
         self.done = False
 
     def woke(self, late_s: float) -> Optional[str]:
@@ -40,8 +41,8 @@ class GilShare:
         when it set the switch interval."""
         if self.done:
             return None
-        self.recent.append(late_s > LATE_S)
-        if sum(self.recent) < TIMES:
+        self.recent = ((self.recent << 1) | (late_s > LATE_S)) & ((1 << OF) - 1)
+        if bin(self.recent).count("1") < TIMES:
             return None
         self.done = True
         now = sys.getswitchinterval()
