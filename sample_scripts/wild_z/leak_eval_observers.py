@@ -1,7 +1,7 @@
 # expect: leak
 # holder: BUS._subs|EventBus._subs|_subs
-# pattern: evaluation harness that sweeps every checkpoint of a (short, synthetic) training run of a small glyph-classification CNN (torch, a brief torch.optim.SGD run writes the checkpoints into a TemporaryDirectory, then evaluation only under torch.inference_mode; one step = one eval batch of 128 images, ~15 ms, code in main() + a module-level EventBus instance BUS + a CheckpointEvaluator class). The harness publishes a BatchEvent on BUS for every batch and each checkpoint gets a CheckpointEvaluator that subscribes self.on_batch_end in __init__ and calls BUS.unsubscribe("batch_end", self.on_batch_end) in finish(); unsubscribe filters the subscriber list with `s is not callback` (identity, "so that subscribers with value-based __eq__ never remove each other"), but every attribute access self.on_batch_end creates a new bound-method object, so the identity test never matches and nothing is ever removed. The bus therefore keeps one bound method per finished checkpoint, i.e. every CheckpointEvaluator with its per-sample penultimate features (kept for CKA against the next checkpoint, 1536x256 float32, ~1.5 MB) and probabilities; the dead evaluators keep receiving (and ignoring) every later event, and the subscriber list grows by one evaluator per checkpoint for the whole run.
-# step_ms: 15
+# pattern: evaluation harness that sweeps every checkpoint of a (short, synthetic) training run of a small glyph-classification CNN (torch, a brief torch.optim.SGD run writes the checkpoints into a TemporaryDirectory, then evaluation only under torch.inference_mode; one step = one eval batch of 128 images, ~20 ms, code in main() + a module-level EventBus instance BUS + a CheckpointEvaluator class). The harness publishes a BatchEvent on BUS for every batch and each checkpoint gets a CheckpointEvaluator that subscribes self.on_batch_end in __init__ and calls BUS.unsubscribe("batch_end", self.on_batch_end) in finish(); unsubscribe filters the subscriber list with `s is not callback` (identity, "so that subscribers with value-based __eq__ never remove each other"), but every attribute access self.on_batch_end creates a new bound-method object, so the identity test never matches and nothing is ever removed. The bus therefore keeps one bound method per finished checkpoint, i.e. every CheckpointEvaluator with its per-sample penultimate features (kept for CKA against the next checkpoint, 1536x256 float32, ~1.5 MB) and probabilities; the dead evaluators keep receiving (and ignoring) every later event, and the subscriber list grows by one evaluator per checkpoint for the whole run.
+# step_ms: 20
 """Checkpoint sweep: accuracy, NLL, calibration (ECE) and representation
 drift (linear CKA between consecutive checkpoints) for a glyph classifier.
 
@@ -23,7 +23,7 @@ import torch.nn.functional as F
 N_CLASSES = 10
 N_EVAL = 1536
 EVAL_BATCH = 128
-N_CKPT = 26
+N_CKPT = 44
 
 
 def rss_mb():
@@ -191,7 +191,7 @@ def main():
                 summary, prev_feats = evaluator.finish(prev_feats)
                 report.append((name, summary))
                 del evaluator
-                if len(report) % 16 == 0:
+                if len(report) % 20 == 0:
                     el = time.perf_counter() - t0
                     print(f"  {name:22s} acc {summary['acc']:.3f} nll {summary['nll']:.3f} "
                           f"ece {summary['ece']:.3f} cka {summary['cka_prev']:.3f} | "
