@@ -397,6 +397,39 @@ def test_a_stepless_leak_is_not_lost_to_the_few_seconds_its_program_takes_to_fin
     assert later.verdict != "leak", later.reason
 
 
+def test_memory_that_rose_in_a_window_too_short_to_judge_is_never_no_leak() -> None:
+    # GIVEN a program without steps whose RSS climbs 49 -> 133 MiB in 16 s (a little faster
+    # towards the end, so its first 6.5 s are cut as warm-up and the rest is too short to
+    # judge) while no object count grows: frames an asyncio server writes and never drains
+    # pile up in one bytearray (a real record; see the file's source)
+    data = json.loads((Path(__file__).parent / "data" / "unsent_frames.json").read_text())
+    t, dt = data["t"], data["dict_t"]
+    proc = Process(
+        pid=1,
+        series={
+            "rss_bytes": Series(step=[None] * len(t), t=t, value=data["rss"]),
+            "objects:dict": Series(step=[None] * len(dt), t=dt, value=data["dicts"]),
+        },
+        ended="exit",
+    )
+    record = RunRecord(
+        command=["synthetic"],
+        cwd="/",
+        started_at=0.0,
+        duration_s=float(t[-1]),
+        exit=ExitInfo(code=0),
+        limits=Limits(ram_bytes=16 * 2**30),
+        x_axis="time",
+        processes=[proc],
+    )
+    # WHEN the run is called
+    a = analyze(record)
+    # THEN the flat object count does not make it "no leak": the memory rose by what counts
+    rss = a.verdicts[(1, "rss_bytes")]
+    assert rss.verdict == "inconclusive" and rss.substantial, rss
+    assert a.verdict != "no_leak"
+
+
 @pytest.mark.parametrize(
     ("signal", "unit", "step_sd"),
     [("rss_bytes", "bytes", 2e6), ("objects:dict", "count", 1.0)],
