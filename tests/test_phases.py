@@ -91,6 +91,28 @@ def test_growth_after_the_steps_keeps_the_run_from_no_leak_while_unclear() -> No
     assert result.verdict != "no_leak"
 
 
+def test_a_series_of_the_phase_after_the_steps_alone_is_judged_there() -> None:
+    # GIVEN flat training steps, then 14 s without steps in which a list of observers first
+    # appears and gains one item every 0.2 s (wild_z/leak_eval_observers: evaluators
+    # subscribed to an event bus and never unsubscribed), no point of it on a step
+    record = _two_phases(400, 14.0, 0.0)
+    proc = record.processes[0]
+    t_after = [
+        t for t, st in zip(proc.series["rss_bytes"].t, proc.series["rss_bytes"].step) if st is None
+    ]
+    name = "container:__main__.BUS._subs['batch_end']:len"
+    proc.series[name] = Series(
+        step=[None] * len(t_after),
+        t=t_after,
+        value=[10.0 + 5.0 * i * 0.1 for i in range(len(t_after))],
+    )
+    # WHEN analysed
+    v = analyze(record).verdicts[(7, name)]
+    # THEN its verdict is the phase's, on seconds (the steps had no point of it to judge)
+    assert v.axis == "time" and v.n > 100, v
+    assert v.verdict != "inconclusive" or "only" not in v.reason, v
+
+
 def test_a_phase_too_short_to_judge_is_left_alone() -> None:
     # GIVEN a second of sampling after the steps (the program's exit)
     record = _two_phases(400, 1.0, 50.0)

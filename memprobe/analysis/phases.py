@@ -157,13 +157,21 @@ def merge_tail(
     options: DetectOptions,
 ) -> Dict[str, SignalVerdict]:
     """The step-axis verdicts, with a signal's verdict on the phase after the steps where
-    that phase leaks, or where memory rises there by what counts while the steps said no
-    leak (a phase too short to judge still keeps the run from "no leak")."""
+    that phase leaks, where the steps had too few points of it to judge, or where memory
+    rises there by what counts while the steps said no leak (a phase too short to judge
+    still keeps the run from "no leak")."""
     out = dict(verdicts)
     when = f"after the last step (no steps since {t_stop:.1f} s)"
     for name, v in tail.items():
         before = verdicts.get(name)
         if v.verdict == LEAK and (before is None or before.verdict != LEAK):
+            out[name] = replace(v, reason=f"{v.reason} {when}")
+            continue
+        if before is None or (
+            before.verdict == INCONCLUSIVE and before.n < options.min_points and v.n > before.n
+        ):
+            # a series of that phase alone (a list of observers filled only while evaluating,
+            # no point on a step): its verdict is that phase's, as the culprit reads it
             out[name] = replace(v, reason=f"{v.reason} {when}")
             continue
         if v.verdict != INCONCLUSIVE or (before is not None and before.verdict != NO_LEAK):
