@@ -1,7 +1,7 @@
 # expect: leak
 # holder: buffer.logp|buffer.values|RolloutBuffer|CopySlices
-# pattern: PPO (clipped surrogate + GAE, torch.optim.Adam) on a hand-written vectorised CartPole (24 envs in NumPy), code in main() + PPOAgent/RolloutBuffer classes; one loop iteration = one 128-step rollout plus 4 epochs of minibatch updates (~250 ms). The rollout buffer is preallocated once as fixed-size torch tensors (T x N) and reused every iteration, so it looks bounded. But PPOAgent.act() is not wrapped in torch.no_grad(), and the rollout writes the graph-attached log-prob and value with `buf.logp[t] = logp` / `buf.values[t] = value`; an in-place copy of a tensor that requires grad into a view makes the buffer itself require grad and records a CopySlices node whose history edge points to the buffer's previous grad_fn. The update only ever reads buf.logp.detach() / buf.values.detach(), so nothing backpropagates through that history: the CopySlices chain on the two buffers grows by 128 nodes per iteration and keeps every rollout step's policy/value forward graph (saved activations of the MLPs) alive for the whole run, although the buffer's own storage never grows.
-# step_ms: 250
+# pattern: PPO (clipped surrogate + GAE, torch.optim.Adam) on a hand-written vectorised CartPole (32 envs in NumPy), code in main() + PPOAgent/RolloutBuffer classes; one loop iteration = one 32-step rollout plus 10 epochs of 8 minibatch updates (~100 ms). The rollout buffer is preallocated once as fixed-size torch tensors (T x N) and reused every iteration, so it looks bounded. But PPOAgent.act() is not wrapped in torch.no_grad(), and the rollout writes the graph-attached log-prob and value with `buf.logp[t] = logp` / `buf.values[t] = value`; an in-place copy of a tensor that requires grad into a view makes the buffer itself require grad and records a CopySlices node whose history edge points to the buffer's previous grad_fn. The update only ever reads buf.logp.detach() / buf.values.detach(), so nothing backpropagates through that history: the CopySlices chain on the two buffers grows by 32 CopySlices nodes per buffer per iteration (~2 MB) and keeps every rollout step's policy/value forward graph (saved activations of the MLPs) alive for the whole run, although the buffer's own storage never grows.
+# step_ms: 100
 """PPO on a vectorised CartPole with a preallocated torch rollout buffer.
 
 The rollout buffer is allocated once and overwritten every iteration
@@ -69,7 +69,7 @@ class VecCartPole:
 
 
 class ActorCritic(nn.Module):
-    def __init__(self, obs_dim=4, n_actions=2, hidden=128):
+    def __init__(self, obs_dim=4, n_actions=2, hidden=64):
         super().__init__()
         self.pi = nn.Sequential(
             nn.Linear(obs_dim, hidden), nn.Tanh(),
@@ -133,7 +133,7 @@ class RolloutBuffer:
 
 
 class PPOAgent:
-    def __init__(self, lr=3e-4, clip=0.2, epochs=4, n_minibatches=4, seed=0):
+    def __init__(self, lr=3e-4, clip=0.2, epochs=10, n_minibatches=8, seed=0):
         self.net = ActorCritic()
         self.opt = torch.optim.Adam(self.net.parameters(), lr=lr, eps=1e-5)
         self.clip, self.epochs, self.n_mb = clip, epochs, n_minibatches
@@ -170,9 +170,10 @@ class PPOAgent:
 
 
 def main():
+    torch.set_num_threads(1)   # tiny nets: intra-op threads only add overhead
     torch.manual_seed(0)
     np.random.seed(0)
-    n_envs, horizon, iterations = 24, 128, 72
+    n_envs, horizon, iterations = 32, 32, 140
     env = VecCartPole(n_envs, seed=0)
     agent = PPOAgent(seed=0)
     buf = RolloutBuffer(horizon, n_envs, 4)
@@ -196,7 +197,7 @@ def main():
             obs = torch.from_numpy(next_obs)
         buf.finish(agent.value(obs))
         pg, vf, ent = agent.update(buf)
-        if it % 8 == 0 or it == 1:
+        if it % 10 == 0 or it == 1:
             mean_ret = np.mean(finished) if finished else 0.0
             print(f"iter {it:3d}  return(100)={mean_ret:7.1f}  pg={pg:+.3f} vf={vf:.3f} "
                   f"ent={ent:.3f}  {1000 * (time.time() - t0) / it:.0f} ms/iter  rss={rss_mb():.1f} MB")
