@@ -31,6 +31,10 @@ SHAPES = {
     "bystep": "holder_shapes.py:main:by_step",
     # a key of a local dict reads as a key, not an attribute (was ``main:curves.train``)
     "dictoflists": "holder_shapes.py:main:curves['train']",
+    # a new list at every step, one item longer (``cb.kept = cb.kept + [loss]``), below a
+    # position in a list (``callbacks[1]``): the attribute is what grows, whatever object it
+    # is bound to at a census (wild_y/leak_gan_collapse_monitor: no holder before)
+    "rebound": "holder_shapes.py:main:callbacks[1].kept",
     "generator": "holder_shapes.py:main:stream:seen",
 }
 

@@ -52,6 +52,8 @@ def main(shape: str, steps: int) -> None:
     freed = weakref.ref(losses[0])
     by_step: Dict[int, Any] = {}
     curves: Dict[str, List[Any]] = {"train": [], "val": []}  # a dict of lists
+    callbacks = [Sentinel(), Sentinel()]  # the second keeps a list it rebinds every step
+    callbacks[1].kept = []  # type: ignore[attr-defined]
     log = make_logger()
     stream = batches(steps) if shape == "generator" else None
     dropped_at = None
@@ -73,6 +75,9 @@ def main(shape: str, steps: int) -> None:
             by_step[step] = loss
         elif shape == "dictoflists":
             curves["train"].append(loss)
+        elif shape == "rebound":
+            # a new list each step, one item longer
+            callbacks[1].kept = callbacks[1].kept + [loss]  # type: ignore[attr-defined]
         if shape == "drop" and step == steps // 2:
             losses = None  # the program lets the list go
             dropped_at = time.monotonic()

@@ -227,6 +227,11 @@ class ContainerTracker:
         self.ignored: Dict[int, int] = {}
 
         self.arrays = arrays.GrownArrays()  # arrays a loop grows, by holder
+        # holder -> length of the new containers named at the last census and not watched:
+        # a variable bound to a longer copy at every step (``self.samples =
+        # self.samples[-k:]`` with k = 0, ``hist = hist + [x]``) is a new object at every
+        # census, yet the same list to the code that grows it
+        self.rebound: Dict[str, int] = {}
 
     def own_ids(self) -> Set[int]:
         return {
@@ -234,6 +239,7 @@ class ContainerTracker:
             ident(self.watched),
             ident(self.ignored),
             ident(self.arrays.sizes),
+            ident(self.rebound),
         }
 
     def update(
@@ -322,6 +328,7 @@ class ContainerTracker:
             more = holders.find_holders([objs[i] for i in rest], short, exclude | {ident(objs)})
             for i, r in zip(rest, more):
                 found[ident(objs[i])] = r
+        self.rebound = slots.rebound(self.rebound, order, objs, found, sizes, is_new)
         ranked = sorted(
             (slots.rank(found.get(ident(obj)), obj, sizes[cid], cid in is_new), k, cid, obj)
             for k, (cid, obj) in enumerate(zip(order, objs))

@@ -3,10 +3,11 @@ the user's code before a library's global, before a container nobody can name.""
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from . import roots
 from .containertypes import elem_types
+from .typeinfo import ident
 
 USER, LIBRARY, NAMELESS, NEVER = 0, 1, 2, 3
 # items of a registry or a cache of types (weakrefs to classes, the classes themselves)
@@ -48,3 +49,29 @@ def _positional(r: Dict[str, Any]) -> bool:
     return any(part.startswith("[") and part[1:2].isdigit() for part in chain) or (
         r.get("path") is not None and r["path"][-1][0] == "dictof"
     )
+
+
+def rebound(
+    before: Dict[str, int],
+    order: List[int],
+    objs: List[Any],
+    found: Dict[int, Dict[str, Any]],
+    sizes: Dict[int, Tuple[int, int]],
+    is_new: Set[int],
+) -> Dict[str, int]:
+    """A new container under the holder of a shorter new one at the last census (``before``:
+    holder -> length) is that one bound to a longer copy (``self.samples =
+    self.samples[-k:]`` with k = 0, ``hist = hist + [x]``): a new object at every census, yet
+    the same list to the code that grows it. It is taken out of ``is_new``, its size counted
+    from that length. Returns this census' holder -> length of its new named containers."""
+    out: Dict[str, int] = {}
+    for cid, obj in zip(order, objs):
+        r = found.get(ident(obj))
+        if cid not in is_new or r is None or not r.get("complete"):
+            continue
+        was = before.get(r["holder"])
+        if was is not None and was < sizes[cid][0]:
+            is_new.discard(cid)
+            sizes[cid] = (sizes[cid][0], was)
+        out[r["holder"]] = sizes[cid][0]
+    return out
