@@ -178,6 +178,32 @@ def test_growing_graph_is_state_not_detached() -> None:
     assert c.fix_hint == HINT_DETACH
 
 
+def test_a_graph_holder_says_the_classes_on_its_path() -> None:
+    # GIVEN one graph growing behind a buffer's tensor that a census named through an
+    # object's attribute (wild_y/leak_ppo_rollout_buffer: ``buf.logp[t] = logp`` keeps a
+    # CopySlices chain), and the agent's classes for that path
+    entries = [
+        census(5, roots=5, nodes=40, largest=35, root_type="CopySlices"),
+        census(105, roots=105, nodes=740, largest=735, root_type="CopySlices"),
+    ]
+    entries[-1]["graphs"]["largest_holder"] = "ppo.py:main:buf.logp"
+    entries[-1]["graphs"]["holder_types"] = {"ppo.py:main:buf.logp": ["RolloutBuffer.logp"]}
+    c = culprit_for("graph:nodes", build_profile(entries))
+    # THEN the finding names the class whose attribute holds it, as a container's does
+    assert c is not None and c.holder == "ppo.py:main:buf.logp", c
+    assert "`ppo.py:main:buf.logp` (`RolloutBuffer.logp`)" in c.sentence
+    assert c.evidence.get("holder_types") == ["RolloutBuffer.logp"]
+    # AND so does a tensor found carried from census to census
+    for e in entries:
+        e["graphs"].pop("largest_holder", None)
+        e["graphs"]["carried"] = [
+            {"holder": "ppo.py:main:buf.logp", "kept": 1, "node": "CopySlices"}
+        ]
+    carried = culprit_for("graph:nodes", build_profile(entries))
+    assert carried is not None and "(`RolloutBuffer.logp`)" in carried.sentence, carried
+    assert carried.evidence.get("holder_types") == ["RolloutBuffer.logp"]
+
+
 def test_a_graph_named_once_then_let_go_is_no_graph_carried_across_steps() -> None:
     # GIVEN self-play games whose graph is bigger one look than the last (the agent names
     # the tensor holding it), then small again at the next look, while snapshots of the

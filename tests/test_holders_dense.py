@@ -84,6 +84,21 @@ def test_the_holder_is_named_and_read_between_censuses(shape: str, tmp_path: Pat
     assert series[name][-1] > series[name][0]
 
 
+def test_a_graph_carried_in_an_attribute_is_named_with_its_class(tmp_path: Path) -> None:
+    # GIVEN 400 steps adding each loss, with its graph, to a running sum kept on an object
+    proc, run_dir = _agent_run(tmp_path, "carried", "400")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # THEN a census names the tensor that carries the graph, with the class whose attribute
+    # holds it (``Accumulator.running``), as the walk gives it for containers
+    types: Dict[str, List[str]] = {}
+    for path in run_dir.glob("proc-*.jsonl"):
+        for line in path.read_text().splitlines():
+            msg = json.loads(line)
+            if msg["k"] == "census":
+                types.update((msg.get("graphs") or {}).get("holder_types") or {})
+    assert types.get("holder_shapes.py:main:acc.running") == ["Accumulator.running"], types
+
+
 def test_a_list_the_program_drops_is_freed(tmp_path: Path) -> None:
     # GIVEN a main()-local list watched by the agent, which the program then drops
     proc, run_dir = _agent_run(tmp_path, "drop", "400")

@@ -181,6 +181,16 @@ class Profile:
             ),
         )
 
+    def holder_types(self, holder: str) -> List[str]:
+        """The classes whose attributes a graph holder's path reads (``RolloutBuffer.logp``
+        for ``main:buf.logp``), as the latest census that named it gave them."""
+        for entry in reversed(self.entries):
+            types = _get(entry, "graphs", "holder_types")
+            found = types.get(holder) if isinstance(types, dict) else None
+            if isinstance(found, list):
+                return [str(t) for t in found]
+        return []
+
     def grown_graph_holder(self) -> Tuple[Optional[str], Optional[str]]:
         """(holder, root node type) of the latest census where the agent named the tensor
         whose graph grew, counted only when an earlier census had seen a graph already: a

@@ -143,7 +143,9 @@ def graph_culprit(prof: Profile) -> Optional[Culprit]:
             largest_graph_nodes_per_step=round(largest, 2),
             graph_root=node,
         )
-        who = f"`{holder}`" if holder else "a tensor"
+        who = f"`{holder}`{_classes(prof, holder)}" if holder else "a tensor"
+        if holder and prof.holder_types(holder):
+            ev["holder_types"] = prof.holder_types(holder)
         # a sum at the root (`total += loss`, a running mean): numbers or detached inputs;
         # anything else (a recurrent state): detach it at the step boundary
         return make_culprit(
@@ -252,6 +254,7 @@ def _carried(prof: Profile, top: Dict[str, Any], others: List[Dict[str, Any]]) -
         carried_censuses=int(top.get("kept", 0)),
         largest_graph_nodes_per_step=round(nodes, 2) if nodes > 0.5 else None,
         also_carried=[o["holder"] for o in others[:3]] or None,
+        holder_types=prof.holder_types(holder) or None,
     )
     return make_culprit(
         prof,
@@ -260,7 +263,8 @@ def _carried(prof: Profile, top: Dict[str, Any], others: List[Dict[str, Any]]) -
         True,
         "graph carried across steps",
         HINT_CARRIED if accumulating else HINT_DETACH,
-        f"`{holder}`{also} is carried across steps without being detached: the autograd "
+        f"`{holder}`{_classes(prof, holder)}{also} is carried across steps without being "
+        "detached: the autograd "
         f"graph of every earlier step stays attached to it{size}.",
         ev,
         None,
@@ -301,3 +305,10 @@ def tensors_culprit(prof: Profile) -> Optional[Culprit]:
         ev,
         box,
     )
+
+
+def _classes(prof: Profile, holder: str) -> str:
+    """ " (`RolloutBuffer.logp`)": the classes a graph holder's path reads, where the
+    variables' names may say little."""
+    types = prof.holder_types(holder)
+    return " (" + " › ".join(f"`{t}`" for t in types) + ")" if types else ""

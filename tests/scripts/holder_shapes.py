@@ -45,6 +45,11 @@ class Sentinel:
     pass
 
 
+class Accumulator:
+    def __init__(self) -> None:
+        self.running: Any = 0.0  # a running sum kept with its graph
+
+
 def main(shape: str, steps: int) -> None:
     model = nn.Linear(16, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -52,6 +57,7 @@ def main(shape: str, steps: int) -> None:
     freed = weakref.ref(losses[0])
     by_step: Dict[int, Any] = {}
     curves: Dict[str, List[Any]] = {"train": [], "val": []}  # a dict of lists
+    acc = Accumulator()
     callbacks = [Sentinel(), Sentinel()]  # the second keeps a list it rebinds every step
     callbacks[1].kept = []  # type: ignore[attr-defined]
     log = make_logger()
@@ -75,6 +81,8 @@ def main(shape: str, steps: int) -> None:
             by_step[step] = loss
         elif shape == "dictoflists":
             curves["train"].append(loss)
+        elif shape == "carried":
+            acc.running = acc.running + loss  # every step's graph stays below the sum
         elif shape == "rebound":
             # a new list each step, one item longer
             callbacks[1].kept = callbacks[1].kept + [loss]  # type: ignore[attr-defined]

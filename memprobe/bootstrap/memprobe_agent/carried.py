@@ -11,13 +11,39 @@ with no walk.
 from __future__ import annotations
 
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Set
 
 from . import containers, graphs, roots, sizes
 from .typeinfo import ident
 
 BELOW_DEPTH = 4  # levels looked down from a carried root for another carried root
 BELOW_NODES = 64
+
+
+class TensorNamer:
+    """Names the tensors that hold graphs for one census (the walk from the roots), and
+    keeps the classes on each holder's path (``RolloutBuffer.logp`` for ``main:buf.logp``)
+    for the graph holders the census reports (``graphs.holder_types``)."""
+
+    def __init__(self) -> None:
+        self.owners: Dict[str, List[str]] = {}
+
+    def name(self, ids: Set[int], deadline: float) -> Dict[int, str]:
+        out: Dict[int, str] = {}
+        for k, r in roots.search(ids, deadline).items():
+            out[k] = r["holder"]
+            if r.get("owners"):
+                self.owners[r["holder"]] = list(r["owners"])
+        return out
+
+    def classes_of_holders(self, payload: Dict[str, Any]) -> None:
+        g = payload.get("graphs")
+        if not isinstance(g, dict) or not self.owners:
+            return
+        named = {g.get("largest_holder")} | {c["holder"] for c in g.get("carried") or []}
+        types = {h: self.owners[h] for h in named if isinstance(h, str) and h in self.owners}
+        if types:
+            g["holder_types"] = types
 
 
 class GraphHolders:

@@ -16,11 +16,9 @@ ended), ``duration_s``, ``truncated``, ``budget``.
 
 from __future__ import annotations
 
-import gc
 import threading
 import time
-from contextlib import contextmanager
-from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from . import arrays, carried, census, chains, graphs, native, referents, roots, threadsafe, wire
 from .budget import Budget, target_cost
@@ -55,27 +53,6 @@ _GROWTH_KEYS = (
 # thread check and holder search included) and die with it; on their own they are never
 # the leak (a kept traceback shows as the container that keeps it).
 INTERPRETER_TYPES = frozenset(["frame"])
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The cyclic collector off for a census taken in the main thread (at a step boundary).
-
-    The census makes lists and dicts as long as the heap's containers; counted as new
-    objects they set off collections in its middle, among them full ones (80 ms on a
-    torch script's 290k objects, one census in four here) that the program would not have
-    had then. What the census made is gone before the collector is back, so the counts
-    that trigger collections stand where the program left them. Only in the main thread:
-    the program does not run meanwhile, so it cannot have switched the collector itself;
-    and a collector it had switched off stays off."""
-    if threading.current_thread() is not threading.main_thread() or not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 class CensusTaker:
@@ -141,7 +118,7 @@ class CensusTaker:
             return
         t0, cpu0 = time.perf_counter(), time.thread_time()
         try:
-            with _collector_paused():
+            with threadsafe.collector_paused():
                 self._look(step, now, tm_result, rss_before, (t0, cpu0))
         finally:
             CENSUS_SUSPENDED.clear()  # the program's generators: never kept
@@ -165,12 +142,13 @@ class CensusTaker:
         # the high-water mark so far (see expensive._EVIDENCE_RSS)
         self.rss_before = max(rss_before or 0, self.rss_peak) or None
         holder_deadline = time.perf_counter() + self.deadline_s / 2
+        namer = carried.TensorNamer()
         res = census.take(
             self.max_objects,
             self.min_len,
             self.deadline_s,
             frozenset(self.watched_types),
-            lambda ids: {k: r["holder"] for k, r in roots.search(ids, holder_deadline).items()},
+            lambda ids: namer.name(ids, holder_deadline),
             self.largest_before,
             frozenset(self.sample_types),
         )
@@ -188,6 +166,7 @@ class CensusTaker:
         holder_deadline = time.perf_counter() + self.deadline_s / 4
         t_hold = time.perf_counter()
         self.graph_holders.name(res, v, self.prev_v, payload, holder_deadline)
+        namer.classes_of_holders(payload)
         found = native.handles(holder_deadline)
         if found:
             payload["native"] = found
