@@ -460,6 +460,35 @@ def test_models_no_variable_holds_are_blamed_on_a_chain_of_snapshots() -> None:
     assert f.fix_hint is not None and "base object" in f.fix_hint
 
 
+def test_frames_kept_by_one_exception_raised_again_and_again_are_blamed_on_it() -> None:
+    from memprobe.analysis.culprit import attribute
+
+    # GIVEN tracebacks that pile up with no container to show for them, and the agent's
+    # chain of them from a module-level exception's ``__traceback__``, longer at each census
+    # (wild_y/leak_gnn_curriculum_sentinel: ``raise _OVERSIZE`` for every skipped batch)
+    entries = []
+    for i, n in enumerate([0, 243, 804, 1332]):
+        e = census(5 + 100 * i)
+        e["growing_types"] = [{"type": "traceback", "count": n, "delta": 200}] if n else []
+        e["types"]["traceback"] = {"count": n}
+        e["chains"] = [
+            {
+                "type": "traceback",
+                "holder": "__main__._OVERSIZE.__traceback__",
+                "links": n,
+                "via": "tb_next",
+            }
+        ]
+        entries.append(e)
+    rec = record(entries, [leak("rss_bytes")])
+    (f,) = attribute(rec, rec.findings)
+    # THEN the exception's traceback is the holder, of tracebacks, with the fix for it
+    assert f.culprit is not None and f.culprit["holder"] == "__main__._OVERSIZE.__traceback__"
+    assert f.culprit["type"] == "traceback", f.culprit
+    assert "`__main__._OVERSIZE.__traceback__` heads a chain of 1,332" in f.explanation
+    assert f.fix_hint is not None and "with_traceback(None)" in f.fix_hint
+
+
 def test_objects_kept_by_atexit_callbacks_are_blamed_on_atexit() -> None:
     from memprobe.analysis.culprit import attribute
 

@@ -99,6 +99,25 @@ def test_a_graph_carried_in_an_attribute_is_named_with_its_class(tmp_path: Path)
     assert types.get("holder_shapes.py:main:acc.running") == ["Accumulator.running"], types
 
 
+def test_an_exception_raised_again_and_again_is_named_by_its_traceback_chain(
+    tmp_path: Path,
+) -> None:
+    # GIVEN 400 steps that each raise the same module-level exception object and catch it
+    # (its ``__traceback__`` gains the frames of every raise: wild_y's ``raise _OVERSIZE``)
+    proc, run_dir = _agent_run(tmp_path, "reraised", "400")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # THEN a census follows the chain from the exception a global keeps, longer each time
+    seen: List[int] = []
+    for path in run_dir.glob("proc-*.jsonl"):
+        for line in path.read_text().splitlines():
+            msg = json.loads(line)
+            for c in msg.get("chains") or [] if msg["k"] == "census" else []:
+                if c["type"] == "traceback":
+                    assert c["holder"] == "__main__.SKIP.__traceback__" and c["via"] == "tb_next"
+                    seen.append(c["links"])
+    assert len(seen) >= 2 and seen[-1] > seen[0] >= 12, seen
+
+
 def test_a_list_the_program_drops_is_freed(tmp_path: Path) -> None:
     # GIVEN a main()-local list watched by the agent, which the program then drops
     proc, run_dir = _agent_run(tmp_path, "drop", "400")

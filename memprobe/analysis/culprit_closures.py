@@ -19,7 +19,12 @@ from typing import Optional
 from memprobe.analysis.census import Profile
 from memprobe.analysis.chains import longest
 from memprobe.analysis.culprit_make import Culprit, held_by, make_culprit
-from memprobe.analysis.hints import HINT_CHAIN, HINT_CLOSURE_CHAIN, HINT_GENERATOR_CHAIN
+from memprobe.analysis.hints import (
+    HINT_CHAIN,
+    HINT_CLOSURE_CHAIN,
+    HINT_GENERATOR_CHAIN,
+    HINT_TRACEBACK_CHAIN,
+)
 
 
 def with_closure_chain(c: Optional[Culprit], prof: Profile) -> Optional[Culprit]:
@@ -35,7 +40,9 @@ def with_closure_chain(c: Optional[Culprit], prof: Profile) -> Optional[Culprit]
     via = via or "?"
     if c is None:
         alive = f"More `{name}` {kind}s stay alive."
-        c = make_culprit(prof, kind, None, False, "chain", None, alive, {}, None)
+        # a chain of objects is of their class (``traceback``); one of code, of its kind
+        what = name if kind == "object" else kind
+        c = make_culprit(prof, what, None, False, "chain", None, alive, {}, None)
     if kind == "generator":
         tail = f"suspended `{name}` generators, each delegating to the next (`{via}`) and "
         tail += "keeping its locals."
@@ -47,4 +54,6 @@ def with_closure_chain(c: Optional[Culprit], prof: Profile) -> Optional[Culprit]
         tail += "all it closes over."
     said = f"`{holder}` heads a chain of {links:,} {tail}"
     hint = {"generator": HINT_GENERATOR_CHAIN, "object": HINT_CHAIN}.get(kind, HINT_CLOSURE_CHAIN)
+    if name == "traceback":  # one exception raised again and again (chains.tracebacks)
+        hint = HINT_TRACEBACK_CHAIN
     return held_by(c, holder, said, hint, {"chain_links": links})

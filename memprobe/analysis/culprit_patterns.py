@@ -32,6 +32,7 @@ from memprobe.analysis.hints import (
     HINT_SUBMODULE,
     HINT_SYS_MODULES,
     HINT_TEE,
+    HINT_TRACEBACK_CHAIN,
     HINT_TREE,
 )
 from memprobe.analysis.series import container_holder
@@ -341,7 +342,7 @@ def _of_type(prof: Profile, name: str) -> Optional[Culprit]:
             holder,
             False,
             "chain",
-            HINT_CHAIN,
+            HINT_TRACEBACK_CHAIN if name == "traceback" else HINT_CHAIN,
             f"{fmt_count(rate)} more live `{name}` objects per {prof.per}, each keeping the "
             f"one before it: `{holder}` heads a chain of {links:,}{link}.",
             evidence_of(per_step=rate, chain_links=links),

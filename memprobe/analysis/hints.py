@@ -127,6 +127,11 @@ HINT_CHAIN = (
     "each new object keeps the one before it (`x = Wrapper(x)` every round): build the new "
     "one from the base object, not from the last one, or drop the link once it is used"
 )
+HINT_TRACEBACK_CHAIN = (
+    "one exception object raised again and again keeps the frames of every raise in its "
+    "`__traceback__`: raise a new instance each time (`raise Oversize(...)`), or raise it "
+    "with `.with_traceback(None)`"
+)
 HINT_LRU = (
     "an unbounded `functools.lru_cache` keyed by a value that never repeats: bound it "
     "(`lru_cache(maxsize=N)`) or call `.cache_clear()`"

@@ -30,7 +30,51 @@ def find(names: Set[str], deadline: float) -> List[Dict[str, Any]]:
     of closures and generators (``closures``) when functions, cells or generators are among
     them."""
     found = closures(deadline) if names & {"function", "cell", "generator"} else []
+    if "traceback" in names:
+        found += tracebacks(deadline)
     return found + _of_types(names, deadline)
+
+
+_TB = types.TracebackType
+_EXC_TB = BaseException.__dict__["__traceback__"]  # C getters: no code of the target runs
+_TB_NEXT = _TB.__dict__["tb_next"]
+
+
+def tracebacks(deadline: float) -> List[Dict[str, Any]]:
+    """[{"type": "traceback", "holder": "<exception>.__traceback__", "links", "via":
+    "tb_next"}] for an exception the user's roots keep whose traceback is a long chain: one
+    exception object raised again and again (``raise _OVERSIZE``) gains the frames of every
+    raise, each with its locals (wild_y/leak_gnn_curriculum_sentinel: 1,332 tracebacks)."""
+
+    known: Dict[type, bool] = {}
+
+    def raised(value: Any) -> bool:
+        cls = type(value)
+        hit = known.get(cls)
+        if hit is None:
+            hit = known[cls] = BaseException in mro(cls)
+        return hit and _EXC_TB.__get__(value) is not None
+
+    try:
+        heads = roots.find_matching(raised, deadline, MAX_HEADS)
+    except Exception:  # noqa: BLE001 - a census never fails the program for a name
+        return []
+    out: List[Dict[str, Any]] = []
+    for holder, exc in heads:
+        tb, links = _EXC_TB.__get__(exc), 0
+        while type(tb) is _TB and links < MAX_LINKS:
+            links += 1
+            tb = _TB_NEXT.__get__(tb)
+        if links >= MIN_LINKS * 4:  # a raise through a few calls is a dozen at most
+            out.append(
+                {
+                    "type": "traceback",
+                    "holder": f"{holder}.__traceback__",
+                    "links": links,
+                    "via": "tb_next",
+                }
+            )
+    return sorted(out, key=lambda c: -c["links"])[:MAX_CHAINS]
 
 
 def closures(deadline: float) -> List[Dict[str, Any]]:
