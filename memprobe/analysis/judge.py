@@ -6,7 +6,7 @@ its recent half); ``verdict.judge_window`` judges each window."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Callable, Dict, Optional, Sequence
 
 import numpy as np
 
@@ -35,6 +35,10 @@ OVERWHELMING = 20.0  # growth this many times what counts shortens the time axis
 _TOOTH_COUNTS = ("objects:", "container:", "tensors:count")
 
 __all__ = ["judge_series"]
+
+# judge_window on a part of the judged window: (which points, the tests it shares the
+# false-alarm budget with, whether a steady rise counts)
+Judge = Callable[[Any, int, bool], SignalVerdict]
 
 
 def judge_series(
@@ -161,6 +165,14 @@ def _judge_plain(
         rise = float(np.median(yw[-3:]) - np.median(yw[:3]))
         if rise >= OVERWHELMING * options.growth_threshold(unit, float(np.median(yw)), fam):
             min_span = min_span * options.overwhelming_span_factor
+
+    def judge(keep: Any, tests: int, steady: bool = True) -> SignalVerdict:
+        """``judge_window`` on the points ``keep`` picks of the window (a slice, a mask)."""
+        tk = tw[keep] if tw is not None else None
+        return judge_window(
+            xw[keep], yw[keep], tk, options, alpha, base, signal, tests, False, steady=steady
+        )
+
     if len(xw) < options.min_points or span < min_span:
         more_pts = max(0, options.min_points - len(xw))
         brief = _too_short(base, len(xw), warm, more_pts, max(0.0, min_span - span), word)
@@ -169,10 +181,8 @@ def _judge_plain(
         # too short to call, but memory that rose by what counts in it is never "no leak"
         # yet (run.run_verdict): an asyncio server's unsent frames, RSS +84 MiB in 16 s,
         # its first 6.5 s cut as warm-up, was NO LEAK on the object counts alone
-        rose = judge_window(xw, yw, tw, options, alpha, base, signal, n_tests, False)
-        return replace(brief, substantial=rose.substantial)
-    whole = judge_window(xw, yw, tw, options, alpha, base, signal, n_tests, False)
-    whole = replace(whole, warmup_end_x=warm)
+        return replace(brief, substantial=judge(slice(None), n_tests).substantial)
+    whole = replace(judge(slice(None), n_tests), warmup_end_x=warm)
     short = _seconds_short(tw, axis, fam, options) if whole.verdict == LEAK else 0.0
     if short > 0:
         # tens of fast steps in a second or two: memory that climbs there is mostly the
@@ -184,37 +194,24 @@ def _judge_plain(
         )
     if whole.verdict == LEAK:
         return whole
-    recent = _recent_half(xw, yw, tw, options, alpha, base, signal, n_tests, min_span)
+    recent = _recent_half(xw, judge, options, n_tests, min_span)
     if recent is not None:
         return recent
     if ended and axis == "time" and whole.verdict == INCONCLUSIVE:
-        end = _before_its_end(
-            xw, yw, tw, options, alpha, base, signal, n_tests, whole.slope, float(xa[0])
-        )
+        end = _before_its_end(xw, yw, judge, options, base, n_tests, whole.slope, float(xa[0]))
         return end or whole
     return whole
 
 
 def _recent_half(
-    xw: Array,
-    yw: Array,
-    tw: Optional[Array],
-    options: DetectOptions,
-    alpha: float,
-    base: Dict[str, Any],
-    signal: str,
-    n_tests: int,
-    min_span: float,
+    xw: Array, judge: Judge, options: DetectOptions, n_tests: int, min_span: float
 ) -> Optional[SignalVerdict]:
     """The recent half, when it is a leak: leaks that start late (the allocator's free
     space absorbed them first) show there."""
     half = len(xw) // 2
     if len(xw) - half < options.min_points or float(xw[-1] - xw[half]) < min_span:
         return None
-    th = tw[half:] if tw is not None else None
-    recent = judge_window(
-        xw[half:], yw[half:], th, options, alpha, base, signal, n_tests * 2, False, steady=False
-    )
+    recent = judge(slice(half, None), n_tests * 2, False)
     if recent.verdict != LEAK:
         return None
     return replace(recent, warmup_end_x=float(xw[half]), reason=recent.reason + " lately")
@@ -223,11 +220,9 @@ def _recent_half(
 def _before_its_end(
     xw: Array,
     yw: Array,
-    tw: Optional[Array],
+    judge: Judge,
     options: DetectOptions,
-    alpha: float,
     base: Dict[str, Any],
-    signal: str,
     n_tests: int,
     slope: float,
     start: float,
@@ -247,8 +242,7 @@ def _before_its_end(
     cut = xw <= xw[-1] - flat
     if int(cut.sum()) < options.min_points or float(xw[cut][-1] - xw[0]) < options.min_span_seconds:
         return None
-    tc = tw[cut] if tw is not None else None
-    v = judge_window(xw[cut], yw[cut], tc, options, alpha, base, signal, n_tests * 2, False)
+    v = judge(cut, n_tests * 2, True)
     if v.verdict != LEAK:
         return None
     return replace(
