@@ -42,6 +42,13 @@ def evidence_of(**kw: Any) -> Evidence:
     )
 
 
+def classes_text(owners: List[str]) -> str:
+    """ "`TrainingDashboard.ax_attn` › `Axes._children`": the classes whose attributes a
+    holder's path reads, where the variables' names may say little (``main:prof.records``);
+    "" for none."""
+    return " › ".join(f"`{o}`" for o in owners)
+
+
 def make_culprit(
     prof: Profile,
     type_name: Optional[str],

@@ -10,7 +10,13 @@ from typing import Optional
 from memprobe.analysis.census import Container, Profile, light
 from memprobe.analysis.census_groups import filled_in_turn, tree_of_dicts
 from memprobe.analysis.chains import longest
-from memprobe.analysis.culprit_make import TENSOR, Culprit, evidence_of, make_culprit
+from memprobe.analysis.culprit_make import (
+    TENSOR,
+    Culprit,
+    classes_text,
+    evidence_of,
+    make_culprit,
+)
 from memprobe.analysis.culprit_tensors import graph_culprit, growing_tensor, tensors_culprit
 from memprobe.analysis.hints import (
     HINT_CHAIN,
@@ -366,9 +372,8 @@ def _of_type(prof: Profile, name: str) -> Optional[Culprit]:
 
 
 def _on_class(box: Container) -> str:
-    """ ", `TrainingDashboard.ax_attn` › `Axes._children`": the classes whose attributes the
-    holder's path reads, where the variables' names may say little (``main:prof.records``)."""
-    return ", " + " › ".join(f"`{o}`" for o in box.owners) if box.owners else ""
+    """ ", `TrainingDashboard.ax_attn` › `Axes._children`" after a container's type."""
+    return ", " + classes_text(box.owners) if box.owners else ""
 
 
 def _is_tensor(name: str) -> bool:

@@ -8,7 +8,13 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from memprobe.analysis.census import SUM_NODES, Profile, light
 from memprobe.analysis.census_groups import filled_in_turn
-from memprobe.analysis.culprit_make import TENSOR, Culprit, evidence_of, make_culprit
+from memprobe.analysis.culprit_make import (
+    TENSOR,
+    Culprit,
+    classes_text,
+    evidence_of,
+    make_culprit,
+)
 from memprobe.analysis.hints import (
     HINT_CARRIED,
     HINT_CONTAINER,
@@ -143,9 +149,10 @@ def graph_culprit(prof: Profile) -> Optional[Culprit]:
             largest_graph_nodes_per_step=round(largest, 2),
             graph_root=node,
         )
-        who = f"`{holder}`{_classes(prof, holder)}" if holder else "a tensor"
-        if holder and prof.holder_types(holder):
-            ev["holder_types"] = prof.holder_types(holder)
+        types = prof.holder_types(holder) if holder else []
+        who = f"`{holder}`{_classes(types)}" if holder else "a tensor"
+        if types:
+            ev["holder_types"] = types
         # a sum at the root (`total += loss`, a running mean): numbers or detached inputs;
         # anything else (a recurrent state): detach it at the step boundary
         return make_culprit(
@@ -249,12 +256,13 @@ def _carried(prof: Profile, top: Dict[str, Any], others: List[Dict[str, Any]]) -
     nodes = prof.rate("graph:largest")
     size = f": it gains {fmt_count(nodes)} graph nodes per {prof.per}" if nodes > 0.5 else ""
     also = f" (so does `{others[0]['holder']}`)" if others else ""
+    types = prof.holder_types(holder)
     ev = evidence_of(
         graph_root=node,
         carried_censuses=int(top.get("kept", 0)),
         largest_graph_nodes_per_step=round(nodes, 2) if nodes > 0.5 else None,
         also_carried=[o["holder"] for o in others[:3]] or None,
-        holder_types=prof.holder_types(holder) or None,
+        holder_types=types or None,
     )
     return make_culprit(
         prof,
@@ -263,7 +271,7 @@ def _carried(prof: Profile, top: Dict[str, Any], others: List[Dict[str, Any]]) -
         True,
         "graph carried across steps",
         HINT_CARRIED if accumulating else HINT_DETACH,
-        f"`{holder}`{_classes(prof, holder)}{also} is carried across steps without being "
+        f"`{holder}`{_classes(types)}{also} is carried across steps without being "
         "detached: the autograd "
         f"graph of every earlier step stays attached to it{size}.",
         ev,
@@ -307,8 +315,6 @@ def tensors_culprit(prof: Profile) -> Optional[Culprit]:
     )
 
 
-def _classes(prof: Profile, holder: str) -> str:
-    """ " (`RolloutBuffer.logp`)": the classes a graph holder's path reads, where the
-    variables' names may say little."""
-    types = prof.holder_types(holder)
-    return " (" + " › ".join(f"`{t}`" for t in types) + ")" if types else ""
+def _classes(types: List[str]) -> str:
+    """ " (`RolloutBuffer.logp`)" after a graph holder."""
+    return f" ({classes_text(types)})" if types else ""
