@@ -338,11 +338,16 @@ def _time_record(series: Dict[str, np.ndarray], t: np.ndarray) -> RunRecord:
             for k, v in series.items()
         },
     )
+    return _stepless_run(proc)
+
+
+def _stepless_run(proc: Process) -> RunRecord:
+    """A run of one process without steps, ending with its last sample."""
     return RunRecord(
         command=["synthetic"],
         cwd="/",
         started_at=0.0,
-        duration_s=float(t[-1]),
+        duration_s=max(s.t[-1] for s in proc.series.values()),
         exit=ExitInfo(code=0),
         limits=Limits(ram_bytes=16 * 2**30),
         x_axis="time",
@@ -412,18 +417,8 @@ def test_memory_that_rose_in_a_window_too_short_to_judge_is_never_no_leak() -> N
         },
         ended="exit",
     )
-    record = RunRecord(
-        command=["synthetic"],
-        cwd="/",
-        started_at=0.0,
-        duration_s=float(t[-1]),
-        exit=ExitInfo(code=0),
-        limits=Limits(ram_bytes=16 * 2**30),
-        x_axis="time",
-        processes=[proc],
-    )
     # WHEN the run is called
-    a = analyze(record)
+    a = analyze(_stepless_run(proc))
     # THEN the flat object count does not make it "no leak": the memory rose by what counts
     rss = a.verdicts[(1, "rss_bytes")]
     assert rss.verdict == "inconclusive" and rss.substantial, rss
