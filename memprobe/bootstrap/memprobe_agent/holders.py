@@ -20,6 +20,7 @@ import types
 import weakref
 from typing import Any, Dict, List, Optional, Set, Tuple
 
+from . import holdertext
 from .containertypes import CONTAINER_TYPES
 from .lrucache import LRU_WRAPPER, lru_cache_dict
 from .typeinfo import (
@@ -130,7 +131,7 @@ def result(
     the root names a variable (a function's local), so a first key is a key of its value
     (``main:acts['fc.stats']``), not an attribute as in a module's or a class's namespace.
     """
-    text, chain = _render(root, steps, not in_variable)
+    text, chain = holdertext.render(root, steps, not in_variable)
     path = None
     if origin is not None and all(s[0] in FOLLOWABLE for s in steps):
         path = [list(origin)] + [[k, v] for k, v in steps]
@@ -156,53 +157,6 @@ def _generator_root(gen: Any, child: Any, steps: List[Step]) -> Dict[str, Any]:
     if name != "?" and all(s[0] in FOLLOWABLE for s in steps):
         res["anchor"] = (weakref.ref(gen), [["genlocal", name]] + [list(s) for s in steps])
     return res
-
-
-def _render(root: str, steps: List[Step], attr_next: bool) -> Tuple[str, List[str]]:
-    text = root
-    chain = [root]
-    # after a module, a class or an instance's __dict__, keys are attributes
-    for kind, value in steps:
-        if kind == "dictof":
-            attr_next = True
-            continue
-        if kind == "attr" or kind == "classattr":
-            part = f".{value}"
-        elif kind == "key" and attr_next and isinstance(value, str):
-            part = f".{value}"
-        elif kind in ("closure", "genlocal"):
-            part = f":{value}"  # a variable of the function, as file:function:local reads
-        elif kind == "default":
-            part = f"({value}=…)"
-        elif kind == "cvdefault":
-            part = "(default=…)"  # as it was made: ContextVar("trace", default=[])
-        elif kind == "cvvalue":
-            part = ".get()"  # what the code that set it reads back
-        elif kind == "cycled":
-            part = ".<cycle saved>"  # what itertools.cycle(...) keeps of its first pass
-        elif kind == "self":
-            part = ".__self__"  # the object of a bound method
-        elif kind == "lrucache":
-            part = ".<lru_cache>"
-        elif kind == "lruitem":
-            part = ".<lru_cache>[…]"
-        elif kind == "tls":
-            part = f".{value[1]}"  # as the code reads it (``self._local.spans``), one thread's
-        elif kind == "index":
-            part = f"[{value}]"
-        else:
-            part = f"[{_short_repr(value)}]"
-        attr_next = False
-        text += part
-        chain.append(part)
-    return text, chain
-
-
-def _short_repr(value: Any) -> str:
-    if type(value) in (str, int, float, bool, bytes) or value is None:
-        text = repr(value)
-        return text if len(text) <= 40 else text[:37] + "..."
-    return f"<{type_name(type(value))}>"
 
 
 def module_dicts() -> Dict[int, str]:
