@@ -23,12 +23,15 @@ every process cut to ``t <= T``), each cut is re-analysed with
 ``memprobe.analysis.analyze``, and the earliest T from which every later cut says
 "leak" is reported, in seconds and as a step (interpolated between the main process'
 step-tagged samples; "-" when it has none). The same replay tells whether a correct
-script was *ever* called a leak along the way. Then: the holder of the first leak
+script was *ever* called a leak along the way. A second replay shows what the live
+table's header said: judged at the table's pace (every 2 s at most, never above 5 % of a
+core) and through its hold (``memprobe.analysis.LiveJudge``): "ever shown" for a correct
+script, "shown from s" for a leak. Then: the holder of the first leak
 finding and whether it matches ``# holder:``, the retained bytes if the finding
 reports them, the wall time and memprobe's exit code (the scripts all exit 0, so
-anything else is memprobe failing them). Only ``memprobe.record.load`` and
-``memprobe.analysis.analyze`` are used from memprobe's internals; everything else
-comes from the JSON.
+anything else is memprobe failing them). Only ``memprobe.record.load``,
+``memprobe.analysis.analyze`` and ``LiveJudge`` (with the table's pace) are used from
+memprobe's internals; everything else comes from the JSON.
 
 ``--busy`` starts one ``python -c 'while True: pass'`` per core beside each run
 (killed afterwards): the busy machine users have. ``--plain`` runs the scripts
@@ -336,6 +339,10 @@ class Replay:
     ever_leak: bool
     final_replayed: str
     error: Optional[str] = None
+    # what the live table showed: its judgements, at its pace, through its hysteresis
+    shown: List[Tuple[float, str]] = field(default_factory=list)
+    shown_leak_t: Optional[float] = None  # shown leak from then to the end
+    ever_shown: bool = False
 
 
 def replay(record_path: Path, n_cuts: int = N_CUTS) -> Replay:
@@ -362,7 +369,41 @@ def replay(record_path: Path, n_cuts: int = N_CUTS) -> Replay:
     main = _main_process(record)
     step = _step_at(main, first) if first is not None and main is not None else None
     ever = any(v == "leak" for _, v in cuts) or record.verdict == "leak"
-    return Replay(cuts, first, step, ever, cuts[-1][1], "; ".join(errors[:3]) or None)
+    rp = Replay(cuts, first, step, ever, cuts[-1][1], "; ".join(errors[:3]) or None)
+    try:
+        rp.shown = shown_replay(record, t_start, t_end)
+    except Exception as e:
+        errors.append(f"live replay: {type(e).__name__}: {e}")
+        rp.error = "; ".join(errors[:3])
+    for t, v in reversed(rp.shown):
+        if v != "leak":
+            break
+        rp.shown_leak_t = t
+    rp.ever_shown = any(v == "leak" for _, v in rp.shown)
+    return rp
+
+
+def shown_replay(record: RunRecord, t_start: float, t_end: float) -> List[Tuple[float, str]]:
+    """The run verdict the live table's header showed along the run: the table judges the
+    series so far at most every MIN_INTERVAL_S and never above JUDGE_SHARE of a core (the
+    cost here is analyze()'s alone, less than the table's: judged more often, so a flag shows
+    no later than it would live), and a signal's shown verdict changes only after it held
+    (analysis.LiveJudge). The record's final verdict is not part of it."""
+    from memprobe.analysis import LiveJudge as Stable
+    from memprobe.render.livejudge import JUDGE_SHARE, MIN_INTERVAL_S
+
+    stable = Stable()
+    shown: List[Tuple[float, str]] = []
+    t = t_start
+    while t <= t_end:
+        began = time.perf_counter()
+        result = analyze(_cut_record(record, t))
+        cost = time.perf_counter() - began
+        for (pid, name), v in result.verdicts.items():
+            stable.observe(pid, name, v)
+        shown.append((t, stable.run_verdict()))
+        t += max(MIN_INTERVAL_S, cost / JUDGE_SHARE)
+    return shown
 
 
 # ---------------------------------------------------------------------------- findings
@@ -417,6 +458,8 @@ class Result:
     detect_step: Optional[float] = None
     ever_leak: Optional[bool] = None
     replay_final: Optional[str] = None
+    ever_shown: Optional[bool] = None  # the live table's header said LEAK at some point
+    shown_detect_s: Optional[float] = None  # ... and from then to the end
     cuts: List[Tuple[float, str]] = field(default_factory=list)
     holder: Optional[str] = None
     holder_ok: Optional[bool] = None
@@ -491,6 +534,9 @@ def _read_record(res: Result, record_path: Path, script: Script) -> None:
     res.cuts = rp.cuts
     res.ever_leak = rp.ever_leak
     res.replay_final = rp.final_replayed
+    res.ever_shown = rp.ever_shown
+    if res.verdict == "leak":
+        res.shown_detect_s = rp.shown_leak_t
     if res.verdict == "leak":
         res.detect_s, res.detect_step = rp.first_stable_leak_t, rp.first_stable_leak_step
 
@@ -644,7 +690,8 @@ def table_rows(results: List[Result], plain: bool) -> Tuple[List[str], List[List
             )
         return head, rows
     head = ["corpus", "script", "expect", "verdict", "ok", "leak from step", "leak from s"]
-    head += ["ever leak", "holder", "holder ok", "retained", "run s", "wall s", "rc"]
+    head += ["ever leak", "ever shown", "shown from s", "holder", "holder ok", "retained"]
+    head += ["run s", "wall s", "rc"]
     rows = []
     for r in results:
         verdict = r.verdict or "-"
@@ -660,6 +707,8 @@ def table_rows(results: List[Result], plain: bool) -> Tuple[List[str], List[List
                 _fmt(r.detect_step),
                 _fmt(r.detect_s, ".1f"),
                 _ever(r.ever_leak) if r.expect == "no_leak" else "",
+                _ever(r.ever_shown) if r.expect == "no_leak" else "",
+                _fmt(r.shown_detect_s, ".1f"),
                 (r.holder or "-") if r.expect == "leak" or r.holder else "",
                 _yn(r.holder_ok) if r.expect == "leak" else "",
                 _fmt_bytes(r.retained_bytes),
@@ -698,17 +747,20 @@ def summarize(results: List[Result]) -> Dict[str, Dict[str, Any]]:
         oks = [r for r in rs if r.expect == "no_leak"]
         named = [r for r in leaks if r.holders_expected]
         detect = [r.detect_s for r in leaks if r.verdict == "leak" and r.detect_s is not None]
+        shown = [r.shown_detect_s for r in leaks if r.shown_detect_s is not None]
         out[name] = {
             "scripts": len(rs),
             "leaks": len(leaks),
             "leaks_flagged": sum(r.verdict == "leak" for r in leaks),
             "non_leaks": len(oks),
             "non_leaks_ever_flagged": sum(bool(r.ever_leak) for r in oks),
+            "non_leaks_ever_shown": sum(bool(r.ever_shown) for r in oks),
             "non_leaks_final_leak": sum(r.verdict == "leak" for r in oks),
             "non_leaks_settled_no_leak": sum(r.verdict == "no_leak" for r in oks),
             "holders_expected": len(named),
             "holders_recognised": sum(bool(r.holder_ok) for r in named),
             "median_detect_s": statistics.median(detect) if detect else None,
+            "median_shown_detect_s": statistics.median(shown) if shown else None,
             "memprobe_failures": [r.script for r in rs if r.failure],
         }
     return out
@@ -718,11 +770,13 @@ def render_summary(summary: Dict[str, Dict[str, Any]]) -> str:
     lines = []
     for name, s in summary.items():
         settled = 100.0 * s["non_leaks_settled_no_leak"] / s["non_leaks"] if s["non_leaks"] else 0.0
-        med = s["median_detect_s"]
+        med, shown = s["median_detect_s"], s.get("median_shown_detect_s")
         lines.append(
             f"{name}: leaks flagged {s['leaks_flagged']}/{s['leaks']}"
-            f" (median {'-' if med is None else f'{med:.1f}'} s to a stable leak verdict);"
+            f" (median {'-' if med is None else f'{med:.1f}'} s to a stable leak verdict,"
+            f" {'-' if shown is None else f'{shown:.1f}'} s in the live table);"
             f" non-leaks ever flagged {s['non_leaks_ever_flagged']}/{s['non_leaks']}"
+            f" (in the live table: {s.get('non_leaks_ever_shown', '-')})"
             f" (leak at the end: {s['non_leaks_final_leak']});"
             f" non-leaks settled to no_leak {s['non_leaks_settled_no_leak']}/{s['non_leaks']}"
             f" ({settled:.0f} %);"

@@ -102,6 +102,12 @@ def totals(results: Dict[Key, Dict[str, Any]]) -> Dict[str, Tuple[int, int]]:
             sum(bool(r.get("ever_leak")) for r in oks),
             len(oks),
         ),
+        # the live table's header, replayed at its pace through its hold (results since stop
+        # 43 carry it; earlier rows count as not shown)
+        "correct scripts shown as leak in the live table along the way": (
+            sum(bool(r.get("ever_shown")) for r in oks),
+            len(oks),
+        ),
         "correct scripts settled to no_leak (90 %)": (
             sum(r["verdict"] == "no_leak" for r in oks),
             len(oks),
@@ -128,13 +134,16 @@ def render(idle: Dict[Key, Dict[str, Any]], busy: Dict[Key, Dict[str, Any]]) -> 
 
 def _short(r: Optional[Dict[str, Any]]) -> str:
     """One cell per mode: "leak 5.6 s" (when it became leak and stayed), "no_leak",
-    "inconclusive ✗"; a correct script that some cut called leak gets "(ever)"."""
+    "inconclusive ✗"; a correct script that some cut called leak gets "(ever)", "(shown)" when
+    the live table's header showed it too."""
     if r is None:
         return "-"
     cell = _verdict(r).replace("inconclusive", "incon.")
     if r["expect"] == "leak" and r.get("verdict") == "leak" and r.get("detect_s") is not None:
         cell += f" {r['detect_s']:.1f} s"
-    if r["expect"] == "no_leak" and r.get("ever_leak"):
+    if r["expect"] == "no_leak" and r.get("ever_shown"):
+        cell += " (shown)"
+    elif r["expect"] == "no_leak" and r.get("ever_leak"):
         cell += " (ever)"
     return cell
 

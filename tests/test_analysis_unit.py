@@ -488,6 +488,18 @@ def test_live_judge_needs_repeated_evidence_to_change() -> None:
     assert seen == ["no_leak", "no_leak", "leak"]
 
 
+def test_live_judge_holds_a_new_signals_first_leak_like_any_change() -> None:
+    # GIVEN a signal the judge has never seen (a container a census has just found)
+    judge = LiveJudge(hold=3)
+    raw = judge_series(np.arange(50.0), np.arange(50.0), "count")
+    assert raw.verdict == "leak"
+    # WHEN its raw verdict is leak at its first three judgements
+    seen = [judge.observe(1, "container:x:len", raw).verdict for _ in range(3)]
+    # THEN it is shown inconclusive until the leak has held, as for any change
+    assert seen == ["inconclusive", "inconclusive", "leak"]
+    assert judge.run_verdict() == "leak"
+
+
 def test_heap_count_growing_too_little_so_far_is_inconclusive() -> None:
     # GIVEN a container gaining one item per step for 30 steps (under the 64 that count)
     x = np.arange(30.0)

@@ -1,10 +1,12 @@
 """Verdicts that hold still while a run grows: hysteresis for the live table.
 
-The live table judges every signal about once a second on the series so far.
+The live table judges every signal every few seconds on the series so far.
 A raw verdict near a threshold could flip with each new point; a person
 watching must see it change only when the evidence has changed. So a new
 verdict is shown only after it has come out ``hold`` times in a row, and
-leaving "leak" takes twice as long as entering it.
+leaving "leak" takes twice as long as entering it. A signal seen for the first
+time (a container a census found, a new process) is no exception: its first
+"leak" is shown only once it has held.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from memprobe.analysis.judge import judge_series
 from memprobe.analysis.options import DEFAULT_OPTIONS, DetectOptions
 from memprobe.analysis.run import run_verdict
 from memprobe.analysis.series import prepare
-from memprobe.analysis.verdict import LEAK, SignalVerdict
+from memprobe.analysis.verdict import INCONCLUSIVE, LEAK, SignalVerdict
 from memprobe.analysis.wording import unit_of
 from memprobe.record import Series
 
@@ -67,7 +69,12 @@ class LiveJudge:
         key = (pid, signal)
         state = self._states.get(key)
         if state is None:
-            state = self._states[key] = _State(shown=raw.verdict)
+            # a signal first seen now (a container found by a census, a new process) shows a
+            # first "leak" only after it held like any change: one judgement is not evidence
+            first = INCONCLUSIVE if raw.verdict == LEAK and self.hold > 1 else raw.verdict
+            state = self._states[key] = _State(shown=first)
+            if first != raw.verdict:
+                state.pending, state.count = raw.verdict, 1
         elif raw.verdict == state.shown:
             state.pending, state.count = None, 0
         else:

@@ -22,10 +22,11 @@ from memprobe.render.fmt import headline_order, safe_text
 from memprobe.render.live import VERDICT_STYLE, SignalRow, Verdicts
 
 JUDGE_SHARE = 0.05  # of one core: the parent must not compete with the training
+MIN_INTERVAL_S = 2.0  # between two judgements of the whole run
 
 
 class LiveJudge:
-    def __init__(self, detect: Any, min_interval_s: float = 2.0) -> None:
+    def __init__(self, detect: Any, min_interval_s: float = MIN_INTERVAL_S) -> None:
         self.detect = detect
         self.min_interval_s = min_interval_s
         self._next = 0.0
