@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Optional
 
 import numpy as np
 import pytest
@@ -423,6 +423,40 @@ def test_memory_that_rose_in_a_window_too_short_to_judge_is_never_no_leak() -> N
     rss = a.verdicts[(1, "rss_bytes")]
     assert rss.verdict == "inconclusive" and rss.substantial, rss
     assert a.verdict != "no_leak"
+
+
+def _papers_run(papers_scale: float, ended: Optional[str]) -> RunRecord:
+    """A real 6 s run without steps (see the file's source): RSS, and the live instances
+    of its class ``Paper`` at every cheap sample, scaled by ``papers_scale`` about their
+    first value."""
+    data = json.loads((Path(__file__).parent / "data" / "sliding_window_papers.json").read_text())
+    t, pt = data["t"], data["paper_t"]
+    first = data["papers"][0]
+    papers = [first + papers_scale * (v - first) for v in data["papers"]]
+    proc = Process(
+        pid=1,
+        series={
+            "rss_bytes": Series(step=[None] * len(t), t=t, value=data["rss"]),
+            "objects:__main__.Paper": Series(step=[None] * len(pt), t=pt, value=papers),
+        },
+        ended=ended,
+    )
+    return _stepless_run(proc)
+
+
+def test_a_short_program_whose_class_instances_grew_to_its_end_is_a_leak() -> None:
+    # GIVEN a 6 s program without steps that ended: RSS +17 MB/s while the live instances
+    # of its own class grew by 5,000 a second to its end (a sliding window of papers
+    # that never lets the evicted ones go: live papers still cite them)
+    # WHEN the run is called
+    a = analyze(_papers_run(1.0, "exit"))
+    # THEN its memory is a leak, though memory alone would need 10 s
+    assert a.verdict == "leak", a.signals
+    assert a.verdicts[(1, "rss_bytes")].verdict == "leak"
+    # BUT not while it still runs: a program's first seconds build what it keeps
+    assert analyze(_papers_run(1.0, None)).verdict != "leak"
+    # AND not when the instances stayed as many: memory alone rose for too short a time
+    assert analyze(_papers_run(0.0, "exit")).verdict != "leak"
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ only over a long enough window. Each rule turns a leak it cannot back into incon
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import AbstractSet, Callable, Dict
+from typing import AbstractSet, Callable, Dict, Iterable
 
 from memprobe.analysis.series import BLOCKS, container_holder, family_of
 from memprobe.analysis.verdict import INCONCLUSIVE, LEAK, NO_LEAK, SignalVerdict
@@ -100,6 +100,25 @@ def accumulates(verdicts: Dict[str, SignalVerdict], after_steps: bool = False) -
         and (v.verdict == LEAK or v.growing)
         for name, v in verdicts.items()
     )
+
+
+def instances_accumulate(
+    names: Iterable[str], points: Callable[[str], int], judge: Callable[[str], SignalVerdict]
+) -> bool:
+    """A class's live instances, counted at every cheap sample (``objects:<class>`` of a
+    heap type, dense where a census's counts have a few points), grew to the end of a
+    program without steps that ended: something accumulated there, as when a container
+    grows (a sliding window that never lets its papers go: 5,000 more a second for its
+    whole 6 s run, RSS +17 MB/s). ``judge`` judges a series on the short span."""
+    for name in names:
+        if name.startswith("objects:") and points(name) >= DENSE_INSTANCES:
+            v = judge(name)
+            if v.verdict == LEAK or v.growing:
+                return True
+    return False
+
+
+DENSE_INSTANCES = 20  # points of a class's count: every cheap sample, not a census's few
 
 
 def corroborate(

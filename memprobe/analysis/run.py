@@ -35,6 +35,7 @@ from memprobe.analysis.evidence import (
     accumulates,
     corroborate,
     counts_items,
+    instances_accumulate,
     slow_container_with_memory,
     steady_needs_backing,
 )
@@ -63,11 +64,8 @@ _FAMILY_ORDER = {"memory": 0, "object": 1, "heap": 2}
 
 @dataclass(frozen=True)
 class Analysis:
-    """What ``analyze`` found: the findings, the run verdict, per-signal summaries.
-
-    ``signals`` is ``{"<pid>": {"<signal>": SignalVerdict.summary()}}``, the
-    record's ``RunRecord.signals``; ``headline`` is one line for a person.
-    """
+    """What ``analyze`` found: the findings, the run verdict, per-signal summaries
+    (``signals``: the record's ``RunRecord.signals``); ``headline``: one line for a person."""
 
     findings: List[Finding]
     verdict: str
@@ -152,7 +150,10 @@ def judge_process(
     carried = carried_in_census(process.census)
     kept = carried_in_census(process.census, min_kept=CARRIED_BACKS)
     ended_stepless = axis == "time" and process.ended is not None  # its climb: no start-up
-    if accumulates(out, after_steps or ended_stepless) or carried or climb > 0:
+    grew = ended_stepless and instances_accumulate(
+        prepared, lambda n: len(prepared[n].x), lambda n: judge(n, backed)
+    )
+    if accumulates(out, after_steps or ended_stepless) or carried or climb > 0 or grew:
         # something accumulates: memory growing with it is less likely a random walk (half
         # the clearance over its noise band) and, without steps, needs the short span only.
         # A graph that outlived censuses in a row across optimizer steps: memory climbing
