@@ -204,6 +204,27 @@ def test_a_graph_holder_says_the_classes_on_its_path() -> None:
     assert carried.evidence.get("holder_types") == ["RolloutBuffer.logp"]
 
 
+def test_of_two_tensors_carried_the_one_whose_graph_is_older_holds_the_other() -> None:
+    # GIVEN censuses that see two named tensors carried: a bank written in place after each
+    # step (its current root made the step before) and the step's ``keys`` written into
+    # it (the bank keeps the old ``keys`` graphs alive); ``keys`` is the shorter name
+    entries = [census(5 + 100 * i, roots=50, nodes=100, largest=80) for i in range(4)]
+    for i, e in enumerate(entries[1:], start=1):
+        e["graphs"]["carried"] = [
+            {"holder": "xbm.py:step:keys", "kept": i, "node": "DivBackward0", "seq": 1000 * i},
+            {
+                "holder": "xbm.py:main:trainer.memory.feats",
+                "kept": i,
+                "node": "IndexPutBackward0",
+                "seq": 1000 * i - 10,
+            },
+        ]
+    c = culprit_for("graph:nodes", build_profile(entries))
+    # THEN the bank is named: the state the step reads before it makes its own values
+    assert c is not None and c.holder == "xbm.py:main:trainer.memory.feats", c
+    assert "so does `xbm.py:step:keys`" in c.sentence
+
+
 def test_a_graph_named_once_then_let_go_is_no_graph_carried_across_steps() -> None:
     # GIVEN self-play games whose graph is bigger one look than the last (the agent names
     # the tensor holding it), then small again at the next look, while snapshots of the

@@ -99,6 +99,25 @@ def test_a_graph_carried_in_an_attribute_is_named_with_its_class(tmp_path: Path)
     assert types.get("holder_shapes.py:main:acc.running") == ["Accumulator.running"], types
 
 
+def test_a_bank_two_attributes_down_is_named_as_the_graph_it_keeps(tmp_path: Path) -> None:
+    # GIVEN 400 steps writing each step's ``keys`` (with their graph) into a tensor kept as
+    # ``mem.bank.feats``: every old ``keys`` graph stays alive below the bank's
+    proc, run_dir = _agent_run(tmp_path, "bank", "400")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # THEN the censuses see both as carried, and the bank's current root is the older one:
+    # the bank is the state the step reads, ``keys`` the value the step makes
+    carried: Dict[str, int] = {}
+    for path in run_dir.glob("proc-*.jsonl"):
+        for line in path.read_text().splitlines():
+            msg = json.loads(line)
+            if msg["k"] == "census":
+                for c in (msg.get("graphs") or {}).get("carried") or []:
+                    carried[c["holder"]] = c["seq"]
+    bank, keys = "holder_shapes.py:main:mem.bank.feats", "holder_shapes.py:main:keys"
+    assert bank in carried and keys in carried, carried
+    assert carried[bank] < carried[keys]
+
+
 def test_an_exception_raised_again_and_again_is_named_by_its_traceback_chain(
     tmp_path: Path,
 ) -> None:

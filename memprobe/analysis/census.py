@@ -156,7 +156,8 @@ class Profile:
         (the agent's ``graphs.carried``), best first: the ones no other carried holder
         keeps (``below``), kept longest, a running sum (``state["running_loss"] += loss``
         keeps every step's graph, so each step's own tensors look carried too) before
-        other state, and a step's own values last."""
+        other state, a step's own values last, and the state whose current root is older
+        before the values a step makes from it."""
         best: Dict[str, Dict[str, Any]] = {}
         below = set()
         for entry in self.entries:
@@ -169,7 +170,8 @@ class Profile:
                 kept = num(c.get("kept")) or 0.0
                 if kept >= best.get(holder, {}).get("kept", 0.0):
                     node = c.get("node") if isinstance(c.get("node"), str) else None
-                    best[holder] = {"holder": holder, "kept": kept, "node": node}
+                    seq = num(c.get("seq"))
+                    best[holder] = {"holder": holder, "kept": kept, "node": node, "seq": seq}
         out = [b for h, b in best.items() if h not in below]
         return sorted(
             out,
@@ -177,6 +179,10 @@ class Profile:
                 -b["kept"],
                 b["node"] not in SUM_NODES,
                 _step_value(b["node"]) or _step_name(b["holder"]),
+                # the older current root: the state a step reads before it makes its own
+                # values (a bank written after the step keeps every step's ``keys``)
+                b["seq"] is None,
+                b["seq"] or 0.0,
                 len(b["holder"]),
             ),
         )

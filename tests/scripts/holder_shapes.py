@@ -57,6 +57,16 @@ class Accumulator:
         self.running: Any = 0.0  # a running sum kept with its graph
 
 
+class Bank:
+    def __init__(self) -> None:
+        self.feats = torch.zeros(64, 1)  # written in place with each step's keys
+
+
+class Memory:
+    def __init__(self) -> None:
+        self.bank = Bank()
+
+
 def main(shape: str, steps: int) -> None:
     model = nn.Linear(16, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -70,8 +80,10 @@ def main(shape: str, steps: int) -> None:
     log = make_logger()
     stream = batches(steps) if shape == "generator" else None
     dropped_at = None
+    mem = Memory()
     for step in range(steps):
         x = next(stream) if stream is not None else torch.randn(8, 16)
+        keys = model(x) if shape == "bank" else None  # with its graph: never detached
         loss = model(x).pow(2).mean()
         opt.zero_grad()
         loss.backward()
@@ -95,6 +107,9 @@ def main(shape: str, steps: int) -> None:
                 pass
         elif shape == "carried":
             acc.running = acc.running + loss  # every step's graph stays below the sum
+        elif shape == "bank" and keys is not None:
+            # the bank, two attributes down, keeps every step's keys and their graphs
+            mem.bank.feats[step % 64] = keys[0]
         elif shape == "rebound":
             # a new list each step, one item longer
             callbacks[1].kept = callbacks[1].kept + [loss]  # type: ignore[attr-defined]

@@ -18,6 +18,10 @@ from .typeinfo import ident
 
 BELOW_DEPTH = 4  # levels looked down from a carried root for another carried root
 BELOW_NODES = 64
+# how deep below the user's roots the tensors holding graphs are looked for: locals,
+# globals and two levels of attributes or items (``self.memory.feats``, a bank kept on
+# the trainer's memory)
+NAMED_DEPTH = 3
 
 
 class TensorNamer:
@@ -126,7 +130,10 @@ class GraphHolders:
             kept = self.kept.get(holder, 0) + 1 if alive else 0
             self.kept[holder] = kept
             if kept:
-                carried.append({"holder": holder, "kept": kept, "node": type(fn).__name__})
+                # seq: when its current root was made; the state a step reads is older than
+                # what the step makes from it (``keys`` a bank keeps the old graphs of)
+                entry = {"holder": holder, "kept": kept, "node": type(fn).__name__}
+                carried.append({**entry, "seq": seen[holder][1]})
         self.roots_seen = seen
         if len(self.kept) > 64:
             self.kept = {h: k for h, k in self.kept.items() if h in seen}
@@ -145,7 +152,7 @@ def named_graph_roots(budget: graphs.WrapBudget, deadline: float) -> List[Any]:
 
     out: List[Any] = []
     with sizes.torch_function_off():
-        for holder, t in roots.find_matching(holds, deadline):
+        for holder, t in roots.find_matching(holds, deadline, depth=NAMED_DEPTH):
             fn = t.grad_fn
             if fn is not None and budget.admit(fn):
                 out.append((fn, holder))
