@@ -101,6 +101,7 @@ def _climbing(values: List[float], n: int = 3) -> bool:
     return len(last) >= n and all(b > a for a, b in zip(last, last[1:]))
 
 
+MIN_CARRIED_NODES = 1.0  # per step (per second without steps)
 MIN_GRAD_GRAPHS = 4  # leaves whose .grad holds a graph, gained over the censuses
 GRAD_GRAPHS = "tensors:grad_graphs"
 
@@ -138,8 +139,11 @@ def graph_culprit(prof: Profile) -> Optional[Culprit]:
     grad = prof.rate("tensors:grad_fn_count")
     per_root = prof.at_peak("graph:roots", "graphs", "mean_per_root")
     holder, holder_node = prof.grown_graph_holder()  # set by the agent when largest grew
-    # one graph growing: named by the agent, or bigger at two censuses running
-    if largest > 0.5 and largest >= roots and (holder or prof.sustained("graph:largest", 2)):
+    # one graph growing: named by the agent, or bigger at two censuses running; a graph
+    # carried across steps gains a node or more at each (+58 nodes over 95 steps is one
+    # forward pass longer than another: a beam search's decoded length)
+    carried_rate = largest >= MIN_CARRIED_NODES
+    if carried_rate and largest >= roots and (holder or prof.sustained("graph:largest", 2)):
         node = holder_node if holder else prof.last("graphs", "largest_root_type")
         accumulating = node in SUM_NODES
         box = prof.container_of(TENSOR)
