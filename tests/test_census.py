@@ -1615,6 +1615,34 @@ def test_a_chain_of_a_growing_type_is_found_below_the_roots() -> None:
         del sys.modules[mod.__name__]
 
 
+def test_a_lineage_through_a_tuple_of_parents_is_a_chain_and_the_longest_head_names_it() -> None:
+    from memprobe.bootstrap.memprobe_agent import chains
+    from memprobe.bootstrap.memprobe_agent.typeinfo import type_name
+
+    # GIVEN values that record their parents (``out.sources = (a, b)``): a running mean
+    # updated from the last mean and each batch's value, 40 updates deep, and a batch
+    # value with a short lineage met first (wild_aa/leak_scada_unit_tensor_lineage)
+    class Measured:
+        def __init__(self, *sources: Any) -> None:
+            self.sources = sources
+
+    mod: Any = types.ModuleType("lineage_demo")
+    mod.__file__ = "/srv/app/lineage_demo.py"
+    mod.a_batch = Measured(Measured(Measured()))
+    mod.norm = types.SimpleNamespace(mean=Measured())
+    for _ in range(40):
+        mod.norm.mean = Measured(mod.norm.mean, Measured(Measured()))
+    sys.modules[mod.__name__] = mod
+    try:
+        found = chains.find({type_name(Measured)}, time.perf_counter() + FAR)
+        # THEN the running mean heads the chain, linked through its tuple of parents
+        assert [(c["holder"], c["links"], c["via"]) for c in found] == [
+            ("lineage_demo.norm.mean", 41, "sources")
+        ]
+    finally:
+        del sys.modules[mod.__name__]
+
+
 def test_a_chain_of_closures_is_found_below_the_roots() -> None:
     from memprobe.bootstrap.memprobe_agent import chains
 

@@ -83,6 +83,7 @@ class CensusTaker:
     rss_before: Optional[int]
     rss_peak: int
     prev_counts: Dict[str, int]
+    grown_kinds: Set[str]
     watched_types: Dict[str, int]
     sample_types: List[str]  # growing types to look for a keeper of (referents.py)
     keeper_tries: Dict[str, int]
@@ -207,7 +208,7 @@ class CensusTaker:
         v.update(cv)
         payload["containers"] = entries
         self._types(counts, v, payload)
-        growing_names = {g["type"] for g in payload["growing_types"]}
+        growing_names = {g["type"] for g in payload["growing_types"]} | self.grown_kinds
         found = chains.find(growing_names, time.perf_counter() + self.deadline_s / 8)
         if found:
             payload["chains"] = found  # each new one keeps the last (chains.py)
@@ -289,6 +290,15 @@ class CensusTaker:
             for g in growing[:5]:
                 if len(self.watched_types) < MAX_WATCHED_TYPES:
                     self.watched_types.setdefault(g["type"], self.seq)
+        # the program's own subclasses of those kinds (a tensor subclass that records its
+        # parents: ``out.sources``) may chain: chains.py looks for them too
+        self.grown_kinds = {
+            name
+            for name in kind_types & set(counts)
+            if "." in name
+            and not name.startswith(("torch.", "numpy.", "matplotlib."))
+            and counts[name] - prev.get(name, 0) >= SUSPICIOUS_DELTA
+        }
         self.prev_counts = counts
         payload["growing_types"] = growing[:10]
         # the fastest growing types that no watched container's items are: look for what

@@ -22,6 +22,7 @@ MIN_LINKS = 3  # a head and two below it: fewer is a wrapper, not a chain
 MAX_LINKS = 4096  # links followed at most from one head
 MAX_CHAINS = 2  # per census
 MAX_HEADS = 8  # instances of the growing types looked at from the roots
+MAX_PARENTS = 8  # items of a tuple or list attribute looked at for the next link
 
 
 def find(names: Set[str], deadline: float) -> List[Dict[str, Any]]:
@@ -163,22 +164,19 @@ def _of_types(names: Set[str], deadline: float) -> List[Dict[str, Any]]:
         heads = roots.find_matching(of_growing_type, deadline, MAX_HEADS, depth=2)
     except Exception:  # noqa: BLE001 - a census never fails the program for a name
         return []
-    out: List[Dict[str, Any]] = []
+    longest: Dict[str, Dict[str, Any]] = {}  # per type, from the head with most links
     for holder, head in heads:
         name = type_name(type(head))
-        if any(c["type"] == name for c in out):
-            continue
         links, via = length(head)
-        if links >= MIN_LINKS:
-            out.append({"type": name, "holder": holder, "links": links, "via": via})
-            if len(out) >= MAX_CHAINS:
-                break
-    return out
+        if links >= MIN_LINKS and links > longest.get(name, {}).get("links", 0):
+            longest[name] = {"type": name, "holder": holder, "links": links, "via": via}
+    return sorted(longest.values(), key=lambda c: -c["links"])[:MAX_CHAINS]
 
 
 def length(head: Any) -> Tuple[int, str]:
-    """Links from ``head`` down through attributes holding an object of its own type, and
-    the name of the first such attribute (``parent``: what a person calls the link)."""
+    """Links from ``head`` down through attributes holding an object of its own type (or a
+    tuple or list of parents, the first of its type), and the name of the first such
+    attribute (``parent``, ``sources``: what a person calls the link)."""
     cls = type(head)
     seen = {ident(head)}
     obj = head
@@ -186,7 +184,19 @@ def length(head: Any) -> Tuple[int, str]:
     while len(seen) < MAX_LINKS:
         d = instance_dict(obj)
         try:
-            link = next(((k, v) for k, v in list(d.items()) if type(v) is cls), None) if d else None
+            items = list(d.items()) if d else []
+            link = next(((k, v) for k, v in items if type(v) is cls), None)
+            if link is None:  # a lineage: ``out.sources = (mean, batch_mean)``
+                link = next(
+                    (
+                        (k, w)
+                        for k, v in items
+                        if type(v) is tuple or type(v) is list
+                        for w in v[:MAX_PARENTS]
+                        if type(w) is cls
+                    ),
+                    None,
+                )
         except RuntimeError:  # changed size under us (another thread)
             break
         if link is None or ident(link[1]) in seen:

@@ -151,6 +151,7 @@ class Expensive(CensusTaker):
         self.seq = 0
         self.last = (now, 0)  # (time, step) of the last census
         self.prev_counts: Dict[str, int] = {}
+        self.grown_kinds: Set[str] = set()  # the program's tensor (...) subclasses that grew
         self.watched_types: Dict[str, int] = {}
         self.sample_types: List[str] = []
         self.keeper_tries: Dict[str, int] = {}
