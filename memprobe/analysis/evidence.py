@@ -102,6 +102,9 @@ def accumulates(verdicts: Dict[str, SignalVerdict], after_steps: bool = False) -
     )
 
 
+DENSE_INSTANCES = 20  # points of a class's count: every cheap sample, not a census's few
+
+
 def instances_accumulate(
     names: Iterable[str], points: Callable[[str], int], judge: Callable[[str], SignalVerdict]
 ) -> bool:
@@ -116,9 +119,6 @@ def instances_accumulate(
             if v.verdict == LEAK or v.growing:
                 return True
     return False
-
-
-DENSE_INSTANCES = 20  # points of a class's count: every cheap sample, not a census's few
 
 
 def corroborate(

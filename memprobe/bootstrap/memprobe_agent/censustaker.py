@@ -292,13 +292,17 @@ class CensusTaker:
                     self.watched_types.setdefault(g["type"], self.seq)
         # the program's own subclasses of those kinds (a tensor subclass that records its
         # parents: ``out.sources``) may chain: chains.py looks for them too
-        self.grown_kinds = {
-            name
-            for name in kind_types & set(counts)
-            if "." in name
-            and not name.startswith(("torch.", "numpy.", "matplotlib."))
-            and counts[name] - prev.get(name, 0) >= SUSPICIOUS_DELTA
-        }
+        self.grown_kinds = (
+            {
+                name
+                for name in kind_types & set(counts)
+                if "." in name
+                and not name.startswith(("torch.", "numpy.", "matplotlib."))
+                and counts[name] - prev.get(name, 0) >= SUSPICIOUS_DELTA
+            }
+            if prev
+            else set()
+        )
         self.prev_counts = counts
         payload["growing_types"] = growing[:10]
         # the fastest growing types that no watched container's items are: look for what
