@@ -1629,7 +1629,12 @@ def test_a_lineage_through_a_tuple_of_parents_is_a_chain_and_the_longest_head_na
     mod: Any = types.ModuleType("lineage_demo")
     mod.__file__ = "/srv/app/lineage_demo.py"
     mod.a_batch = Measured(Measured(Measured()))
-    mod.norm = types.SimpleNamespace(mean=Measured())
+
+    class Standardizer:
+        def __init__(self) -> None:
+            self.mean = Measured()
+
+    mod.norm = Standardizer()
     for _ in range(40):
         mod.norm.mean = Measured(mod.norm.mean, Measured(Measured()))
     sys.modules[mod.__name__] = mod
@@ -1639,6 +1644,8 @@ def test_a_lineage_through_a_tuple_of_parents_is_a_chain_and_the_longest_head_na
         assert [(c["holder"], c["links"], c["via"]) for c in found] == [
             ("lineage_demo.norm.mean", 41, "sources")
         ]
+        # AND the chain says the class whose attribute holds its head
+        assert [o.rsplit(".", 2)[-2:] for o in found[0]["owners"]] == [["Standardizer", "mean"]]
     finally:
         del sys.modules[mod.__name__]
 

@@ -414,12 +414,14 @@ def test_a_chain_of_a_growing_type_is_named_by_the_variable_holding_its_head() -
     # round wraps the last Subset in a new one: wild_n/leak_intrusion_data_pruning)
     subset = "torch.utils.data.dataset.Subset"
 
-    def entries(links: List[int]) -> List[Dict[str, Any]]:
+    def entries(links: List[int], owners: Optional[List[str]] = None) -> List[Dict[str, Any]]:
         out = [census(5)]
         for i, (step, n) in enumerate([(25, links[0]), (100, links[1]), (400, links[2])]):
             e = census(step, types={subset: {"count": n}})
             e["growing_types"] = [{"type": subset, "count": n, "delta": 4 + i}]
             chain = {"type": subset, "holder": "main:train_set", "links": n, "via": "dataset"}
+            if owners:
+                chain["owners"] = owners
             e["chains"] = [chain] if n else []
             out.append(e)
         return out
@@ -429,6 +431,10 @@ def test_a_chain_of_a_growing_type_is_named_by_the_variable_holding_its_head() -
     assert c is not None and c.type == subset and c.holder == "main:train_set", c
     assert c.evidence.get("chain_links") == 12
     assert "heads a chain of 12 linked by `.dataset`" in c.sentence
+    # AND with the class whose attribute holds the head, when the agent gave it
+    on = culprit_for("rss_bytes", build_profile(entries([2, 6, 12], ["Pruner.train_set"])))
+    assert on is not None and "`main:train_set` (`Pruner.train_set`) heads a chain" in on.sentence
+    assert on.evidence.get("holder_types") == ["Pruner.train_set"]
     assert c.fix_hint is not None and "base object" in c.fix_hint
     # BUT without a chain the type alone is said, as before
     bare = culprit_for("rss_bytes", build_profile(entries([0, 0, 0])))

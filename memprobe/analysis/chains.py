@@ -30,6 +30,7 @@ class Chain(NamedTuple):
     name: str  # the objects' class, or the function's or generator's code
     via: str  # what links them (an attribute, a closure cell, "yield from"); "" unknown
     kind: str  # "object" | "function" | "generator"
+    owners: List[str] = []  # the classes whose attributes the head's path reads
 
 
 def longest(census: Sequence[Mapping[str, Any]], of_type: Optional[str] = None) -> Optional[Chain]:
@@ -42,7 +43,7 @@ def longest(census: Sequence[Mapping[str, Any]], of_type: Optional[str] = None) 
     in a local while the step runs: sample_scripts/ok_cyclic_garbage), is no chain that
     grows."""
     seen = [
-        Chain(c["holder"], c["links"], name, str(c.get("via") or ""), kind)
+        Chain(c["holder"], c["links"], name, str(c.get("via") or ""), kind, _owners(c))
         for c in sightings(census)
         for kind, name in [_kind_name(c)]
         if c["links"] >= CHAIN_MIN_LINKS and (of_type is None or c.get("type") == of_type)
@@ -54,6 +55,11 @@ def longest(census: Sequence[Mapping[str, Any]], of_type: Optional[str] = None) 
     grew = len(same) >= 2 and same[-1].links > same[0].links
     once = best.kind != "object" and best.links >= 2 * CHAIN_MIN_LINKS
     return best if grew or once else None
+
+
+def _owners(c: Mapping[str, Any]) -> List[str]:
+    owners = c.get("owners")
+    return [str(o) for o in owners] if isinstance(owners, list) else []
 
 
 def _kind_name(c: Mapping[str, Any]) -> Tuple[str, str]:

@@ -18,13 +18,14 @@ from typing import Optional
 
 from memprobe.analysis.census import Profile
 from memprobe.analysis.chains import longest
-from memprobe.analysis.culprit_make import Culprit, held_by, make_culprit
+from memprobe.analysis.culprit_make import Culprit, classes_text, held_by, make_culprit
 from memprobe.analysis.hints import (
     HINT_CHAIN,
     HINT_CLOSURE_CHAIN,
     HINT_GENERATOR_CHAIN,
     HINT_TRACEBACK_CHAIN,
 )
+from memprobe.record import Evidence
 
 
 def with_closure_chain(c: Optional[Culprit], prof: Profile) -> Optional[Culprit]:
@@ -36,7 +37,7 @@ def with_closure_chain(c: Optional[Culprit], prof: Profile) -> Optional[Culprit]
     chain = longest(prof.entries)
     if chain is None:
         return c
-    holder, links, name, via, kind = chain
+    holder, links, name, via, kind, owners = chain
     via = via or "?"
     if c is None:
         alive = f"More `{name}` {kind}s stay alive."
@@ -52,8 +53,12 @@ def with_closure_chain(c: Optional[Culprit], prof: Profile) -> Optional[Culprit]
     else:
         tail = f"`{name}` closures, each keeping the one before it (through `{via}`) and "
         tail += "all it closes over."
-    said = f"`{holder}` heads a chain of {links:,} {tail}"
+    on = f" ({classes_text(owners)})" if owners else ""
+    said = f"`{holder}`{on} heads a chain of {links:,} {tail}"
     hint = {"generator": HINT_GENERATOR_CHAIN, "object": HINT_CHAIN}.get(kind, HINT_CLOSURE_CHAIN)
     if name == "traceback":  # one exception raised again and again (chains.tracebacks)
         hint = HINT_TRACEBACK_CHAIN
-    return held_by(c, holder, said, hint, {"chain_links": links})
+    more: Evidence = {"chain_links": links}
+    if owners:
+        more["holder_types"] = owners
+    return held_by(c, holder, said, hint, more)

@@ -340,8 +340,9 @@ def _of_type(prof: Profile, name: str) -> Optional[Culprit]:
     rate = prof.type_rate(name)
     chain = longest(prof.entries, name)
     if chain is not None:
-        holder, links, _, via, _ = chain
+        holder, links, _, via, _, owners = chain
         link = f" linked by `.{via}`" if via else ""
+        on = f" ({classes_text(owners)})" if owners else ""
         return make_culprit(
             prof,
             name,
@@ -350,8 +351,8 @@ def _of_type(prof: Profile, name: str) -> Optional[Culprit]:
             "chain",
             HINT_TRACEBACK_CHAIN if name == "traceback" else HINT_CHAIN,
             f"{fmt_count(rate)} more live `{name}` objects per {prof.per}, each keeping the "
-            f"one before it: `{holder}` heads a chain of {links:,}{link}.",
-            evidence_of(per_step=rate, chain_links=links),
+            f"one before it: `{holder}`{on} heads a chain of {links:,}{link}.",
+            evidence_of(per_step=rate, chain_links=links, holder_types=owners or None),
             None,
         )
     hint = {FIGURE: HINT_FIGURE, NDARRAY: HINT_NUMPY}.get(name, HINT_OBJECTS)

@@ -160,8 +160,9 @@ def _of_types(names: Set[str], deadline: float) -> List[Dict[str, Any]]:
             )
         return hit and instance_dict(value) is not None  # its links are attributes
 
+    owners: Dict[str, List[str]] = {}
     try:
-        heads = roots.find_matching(of_growing_type, deadline, MAX_HEADS, depth=2)
+        heads = roots.find_matching(of_growing_type, deadline, MAX_HEADS, 2, owners)
     except Exception:  # noqa: BLE001 - a census never fails the program for a name
         return []
     longest: Dict[str, Dict[str, Any]] = {}  # per type, from the head with most links
@@ -170,6 +171,8 @@ def _of_types(names: Set[str], deadline: float) -> List[Dict[str, Any]]:
         links, via = length(head)
         if links >= MIN_LINKS and links > longest.get(name, {}).get("links", 0):
             longest[name] = {"type": name, "holder": holder, "links": links, "via": via}
+            if owners.get(holder):  # the classes on its path: ``RunningStandardizer.mean``
+                longest[name]["owners"] = owners[holder]
     return sorted(longest.values(), key=lambda c: -c["links"])[:MAX_CHAINS]
 
 

@@ -139,7 +139,11 @@ def _starts(user_mods: List[Tuple[str, Any]]) -> List[Start]:
 
 
 def find_matching(
-    match: Callable[[Any], bool], deadline: float, limit: int = 20, depth: int = 2
+    match: Callable[[Any], bool],
+    deadline: float,
+    limit: int = 20,
+    depth: int = 2,
+    owners: Optional[Dict[str, List[str]]] = None,
 ) -> List[Tuple[str, Any]]:
     """(holder, object) for what ``match`` accepts among the user's roots, down to ``depth``
     (locals, globals and one level below: ``hidden``, ``self.state``, ``model.memory``).
@@ -147,25 +151,32 @@ def find_matching(
     What the census counted may have moved on by the time it names things: in a loop
     that runs while a background census works, ``hidden`` is a new tensor every step.
     This looks at the roots as they are now. ``match`` sees only values a walk reaches
-    and must be cheap and side-effect free (``type()`` checks, C getters).
+    and must be cheap and side-effect free (``type()`` checks, C getters). ``owners``, when
+    given, gets for each holder the classes whose attributes its path reads
+    (walkpath.owners_of).
     """
     try:
-        return _find_matching(match, deadline, limit, depth)
+        return _find_matching(match, deadline, limit, depth, owners)
     finally:
         _ATOMIC.clear()
 
 
 def _find_matching(
-    match: Callable[[Any], bool], deadline: float, limit: int, depth: int
+    match: Callable[[Any], bool],
+    deadline: float,
+    limit: int,
+    depth: int,
+    owners: Optional[Dict[str, List[str]]],
 ) -> List[Tuple[str, Any]]:
     out: List[Tuple[str, Any]] = []
     seen: Set[int] = set()
     starts = _starts(modules(LIBS)[0])
     for label, origin, items in starts:
-        level = [(v, [step]) for step, v in items]
+        # the path: a linked (step, parent, owner) chain, as the walk keeps it (walkpath.py)
+        level: List[Tuple[Any, Any]] = [(v, (step, None, None)) for step, v in items]
         for d in range(depth):
-            nxt: List[Tuple[Any, List[Step]]] = []
-            for value, steps in level:
+            nxt: List[Tuple[Any, Any]] = []
+            for value, path in level:
                 if ident(value) in seen:
                     continue
                 seen.add(ident(value))
@@ -174,11 +185,15 @@ def _find_matching(
                 except Exception:  # noqa: BLE001
                     hit = False
                 if hit:
-                    out.append((found_at(label, origin, steps, None)["holder"], value))
+                    holder = found_at(label, origin, steps_of(path), None)["holder"]
+                    out.append((holder, value))
+                    if owners is not None:
+                        owners[holder] = owners_of(path)
                     if len(out) >= limit:
                         return out
                 elif d < depth - 1 and _looked_into(value):
-                    nxt.extend((c, steps + [st]) for st, c in _children(value)[:64])
+                    owner = type(value)
+                    nxt.extend((c, (st, path, owner)) for st, c in _children(value)[:64])
             if time.perf_counter() > deadline:
                 return out
             level = nxt
