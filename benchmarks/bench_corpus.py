@@ -76,8 +76,8 @@ FRESH = SAMPLES / "fresh"
 # stop 35 ("wild_m"), one in stop 36 ("wild_n"), two in stop 37 ("wild_o", and "wild_p"
 # of correct scripts only), two in stop 38 ("wild_q", and "wild_r" of mostly correct
 # scripts), two in stop 39 ("wild_s", "wild_t"), two in stop 40 ("wild_u", "wild_v") and
-# two in stop 41 ("wild_w", "wild_x"), two in stop 42 ("wild_y", "wild_z") and two in stop 43
-# ("wild_aa", "wild_ab"), run before any change made for them
+# two in stop 41 ("wild_w", "wild_x"), two in stop 42 ("wild_y", "wild_z") and three in
+# stop 43 ("wild_aa", "wild_ab", "wild_ac"), run before any change made for them
 CORPORA = {
     "sample": SAMPLES,
     "heldout": HELDOUT,
@@ -110,6 +110,7 @@ CORPORA = {
     "wild_z": SAMPLES / "wild_z",
     "wild_aa": SAMPLES / "wild_aa",
     "wild_ab": SAMPLES / "wild_ab",
+    "wild_ac": SAMPLES / "wild_ac",
 }
 N_CUTS = 40
 HEADER_LINES = 12
