@@ -102,11 +102,11 @@ def totals(results: Dict[Key, Dict[str, Any]]) -> Dict[str, Tuple[int, int]]:
             sum(bool(r.get("ever_leak")) for r in oks),
             len(oks),
         ),
-        # the live table's header, replayed at its pace through its hold (results since stop
-        # 43 carry it; earlier rows count as not shown)
-        "correct scripts shown as leak in the live table along the way": (
+        # the live table's header, replayed at its pace through its hold: only rows that
+        # carry that replay (results since stop 43) count
+        "correct scripts shown as leak in the live table along the way (of those replayed)": (
             sum(bool(r.get("ever_shown")) for r in oks),
-            len(oks),
+            sum("ever_shown" in r for r in oks),
         ),
         "correct scripts settled to no_leak (90 %)": (
             sum(r["verdict"] == "no_leak" for r in oks),
