@@ -120,7 +120,9 @@ _CENSUS_PROBE = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[2])
 import torch  # the heap of a torch script, as in a real run
+from memprobe_agent import cheap
 from memprobe_agent.expensive import Expensive
+from memprobe_agent.interrupts import Interrupts
 n = int(float(sys.argv[1]))
 heap = [[] for _ in range(n)]
 grows = [0] * 10
@@ -129,6 +131,10 @@ class Agent:
     t0 = time.monotonic()
     steps = 0
     msgs = []
+    live = cheap.LiveCounts()  # what the agent's cheap pass keeps (tests' FakeAgent too)
+    rss = cheap.RssReader()
+    interrupts = Interrupts()
+    def pace(self, interval, now): return interval
     def emit(self, m): self.msgs.append(m)
     def event(self, kind, message):
         self.msgs.append({"k": "event", "kind": kind, "message": message})
