@@ -28,7 +28,7 @@ from memprobe.analysis.culprit_patterns import culprit_for, primary
 from memprobe.analysis.hints import HINT_CONTAINER
 from memprobe.analysis.holderline import grow_line
 from memprobe.analysis.phases import census_after_steps
-from memprobe.analysis.series import container_holder, step_clock
+from memprobe.analysis.series import TREE_USS, container_holder, step_clock
 from memprobe.analysis.wording import fmt_count
 from memprobe.record import Evidence, Finding, Process, RunRecord
 
@@ -73,6 +73,9 @@ def attribute(
         if f.pid in after and getattr(v, "axis", None) == "time":
             prof = after[f.pid]
         leak = f.verdict == "leak" and f.kind == "leak"
+        if f.signal == TREE_USS:  # processes kept alive: no census of one process explains it
+            out.append(f)
+            continue
         if leak and watch_name(f.signal) is not None:
             c: Optional[Culprit] = _watched(f.signal, by_pid.get(f.pid) if f.pid else None)
         else:

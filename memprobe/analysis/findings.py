@@ -14,14 +14,21 @@ from memprobe.analysis.hints import (
     HINT_ITEM,
     HINT_MODULE,
     HINT_NUMPY,
+    HINT_PROCESSES,
     HINT_WORKER,
 )
+from memprobe.analysis.series import TREE_USS
 from memprobe.analysis.verdict import LEAK, NO_LEAK, SignalVerdict
 from memprobe.analysis.wording import fmt_bytes
 from memprobe.record import Evidence, Finding, Projection
 
 # (name prefix or exact name, what grows, hint); first match wins
 _PATTERNS: List[Tuple[str, str, Optional[str]]] = [
+    (
+        TREE_USS,
+        "unique memory of the process tree (the main process and its workers)",
+        HINT_PROCESSES,
+    ),
     ("tensors:grad_fn_count", "tensors that hold an autograd graph", HINT_ITEM),
     ("graph:roots", "live autograd graphs", HINT_ITEM),
     ("graph:largest", "the largest live autograd graph (nodes)", HINT_DETACH),

@@ -33,7 +33,7 @@ from memprobe.analysis.hints import (
     HINT_STRING,
 )
 from memprobe.analysis.native import Handle
-from memprobe.analysis.series import container_holder, family_of
+from memprobe.analysis.series import TREE_USS, container_holder, family_of
 from memprobe.analysis.siblings import Family, family_bytes, join_siblings, name_family
 from memprobe.analysis.wording import fmt_bytes, fmt_count
 from memprobe.record import Culprit, Evidence, Finding, RunRecord
@@ -263,7 +263,9 @@ def _handle_text(handle: Handle, after_outside: bool = True) -> str:
 def _outside_python(members: List[Finding]) -> bool:
     """The process' only leak is memory alone: no member counts objects, containers or
     Python's heap blocks, and none names a type."""
-    return all(family_of(f.signal) == "memory" and not f.culprit for f in members)
+    return all(
+        family_of(f.signal) == "memory" and not f.culprit and f.signal != TREE_USS for f in members
+    )
 
 
 def _lead(members: List[Finding]) -> Finding:

@@ -196,3 +196,8 @@ HINT_WORKER = (
 HINT_FRAGMENTATION = (
     "not a leak but allocator fragmentation: try `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`"
 )
+HINT_PROCESSES = (
+    "processes are started and never ended: a DataLoader with `persistent_workers=True` kept "
+    "by a cache or a list keeps its workers (delete the old loader before making the next), "
+    "a `multiprocessing.Pool` or executor never closed (use `with`, or `close()` and `join()`)"
+)

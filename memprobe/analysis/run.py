@@ -47,14 +47,14 @@ from memprobe.analysis.options import DEFAULT_OPTIONS, DetectOptions
 from memprobe.analysis.phases import merge_tail, program_clock, stepless_tail, without_teardown
 from memprobe.analysis.projection import project_oom
 from memprobe.analysis.series import family_of, prepare, step_clock, with_steps
+from memprobe.analysis.tree import add_tree
 from memprobe.analysis.verdict import INCONCLUSIVE, LEAK, NO_LEAK, SignalVerdict
 from memprobe.analysis.wording import unit_of
 from memprobe.record import Finding, Process, RunRecord, Signals
 
 _NOT_TESTED = ("peak",)
 # a graph seen outliving this many censuses in a row backs a steady memory rise: three looks
-# at one growing chain (a truncated BPTT window detached every k steps outlives one census
-# spacing at most)
+# at one growing chain (a truncated BPTT window detached every k steps outlives one census)
 CARRIED_BACKS = 2
 CARRIED_CLOCK = 0.5
 _CUDA_RESERVED = re.compile(r"^cuda:(\d+)/reserved_bytes$")
@@ -301,6 +301,7 @@ def analyze(record: RunRecord, options: DetectOptions = DEFAULT_OPTIONS) -> Anal
         signals[str(proc.pid)] = {name: v.summary() for name, v in verdicts.items()}
         all_verdicts.update({(proc.pid, name): v for name, v in verdicts.items()})
         findings.extend(_process_findings(proc, verdicts, record))
+    findings += add_tree(record, process_axis, options, n_tests, all_verdicts, signals)
     verdict = run_verdict(_deciding(all_verdicts, forked), options.min_points)
     findings.sort(key=_finding_order)
     return Analysis(

@@ -17,6 +17,7 @@ Array = npt.NDArray[np.float64]
 # Counts of heavy things: one more per step is a leak on its own.
 _OBJECT_PREFIXES = ("tensors:", "graph:", "modules:", "figures:", "ndarray:", "gc:frozen")
 BLOCKS = "py_alloc_blocks"
+TREE_USS = "tree:uss_bytes"  # the summed USS of a run's processes alive at each time (tree.py)
 
 
 def container_holder(signal: str) -> Optional[str]:

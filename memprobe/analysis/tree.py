@@ -1,0 +1,123 @@
+"""A process tree that keeps more and more processes alive, each one flat.
+
+Every process is judged on its own series; a leak of processes is in none of them. A
+DataLoader with ``persistent_workers=True`` made for every stage and kept by a cache keeps
+its workers: the tree grows from 3 to 11 processes, each one's memory flat, the main
+process' own climb unclear (wild_ac/leak_progressive_resize_loaders). Here the tree's
+memory is the USS of every process alive at each of the main process' samples (the last
+read of each at or before it: USS counts only a process' own pages, so no page is counted
+twice), judged like any memory series, and only where processes accumulate: more alive at
+the end than at any time after the first worker started, by ``MIN_MORE`` or more. Workers
+forked again every epoch, a pool of fixed size, or one that copies its parent's pages come
+and go or stay as many: not a leak of processes, whatever their memory does.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import replace
+from typing import Callable, Dict, List, Optional, Tuple
+
+from memprobe.analysis.findings import leak_finding
+from memprobe.analysis.judge import judge_series
+from memprobe.analysis.options import DetectOptions
+from memprobe.analysis.projection import project_oom
+from memprobe.analysis.series import TREE_USS, prepare
+from memprobe.analysis.verdict import LEAK, SignalVerdict
+from memprobe.record import Finding, Process, RunRecord, Series, Signals
+
+MIN_MORE = 2  # more processes alive at the end than ever after the first one started
+END_SLACK_S = 1.0  # a process counts as alive this long after its last sample
+
+
+def _span(p: Process) -> Tuple[float, float]:
+    ts = [s.t for s in p.series.values() if s.t]
+    return min(t[0] for t in ts), max(t[-1] for t in ts)
+
+
+def tree_series(record: RunRecord) -> Optional[Tuple[Process, Series, List[int]]]:
+    """(the main process, the tree's USS on its sample times, live others at each) when
+    processes accumulate; None otherwise."""
+    mains = [p for p in record.processes if p.role == "main"]
+    if not mains or len(record.processes) < 3:
+        return None
+    main = mains[0]
+    grid = main.series.get("rss_bytes")
+    reads = [
+        (p, p.series["uss_bytes"], *_span(p))
+        for p in record.processes
+        if p.series.get("uss_bytes") is not None and p.series["uss_bytes"].t
+    ]
+    if grid is None or len(grid.t) < 10 or len(reads) < 3:
+        return None
+    values: List[float] = []
+    alive: List[int] = []
+    for t in grid.t:
+        total, others = 0.0, 0
+        for p, uss, t0, t1 in reads:
+            if t < t0 or t > t1 + END_SLACK_S:
+                continue
+            k = bisect.bisect_right(uss.t, t) - 1
+            total += uss.value[max(k, 0)]
+            others += p.pid != main.pid
+        values.append(total)
+        alive.append(others)
+    started = [n for n in alive if n > 0]
+    if not started or alive[-1] - min(started) < MIN_MORE or alive[-1] < max(alive):
+        return None
+    return main, Series(step=list(grid.step), t=list(grid.t), value=values), alive
+
+
+def tree_verdict(
+    record: RunRecord, axis: str, options: DetectOptions, n_tests: int
+) -> Optional[Tuple[Process, SignalVerdict, List[int]]]:
+    """The tree's memory judged on the main process' axis, where processes accumulate: as
+    for memory that grows beside a growing count (run.judge_process), half the clearance
+    over its noise band, for the processes accumulating are what grows (a stage's new
+    workers come as a step of the staircase)."""
+    found = tree_series(record)
+    if found is None:
+        return None
+    main, series, alive = found
+    prep = prepare(series, axis)
+    v = judge_series(
+        prep.x,
+        prep.y,
+        "bytes",
+        replace(options, min_rise_over_band=options.min_rise_over_band / 2),
+        axis=prep.axis,
+        t=prep.t,
+        signal=TREE_USS,
+        n_tests=n_tests,
+        ended=main.ended is not None,
+    )
+    return main, v, alive
+
+
+def add_tree(
+    record: RunRecord,
+    axis_of: Callable[[Process], str],
+    options: DetectOptions,
+    n_tests: int,
+    verdicts: Dict[Tuple[int, str], SignalVerdict],
+    signals: Signals,
+) -> List[Finding]:
+    """The tree's verdict, judged on the main process' axis (``axis_of`` it), added to the
+    run's ``verdicts`` and ``signals`` (as the main process' ``tree:uss_bytes``), and its
+    finding when it leaks."""
+    mains = [p for p in record.processes if p.role == "main"]
+    found = tree_verdict(record, axis_of(mains[0]), options, n_tests) if mains else None
+    if found is None:
+        return []
+    main, v, alive = found
+    verdicts[(main.pid, TREE_USS)] = v
+    signals.setdefault(str(main.pid), {})[TREE_USS] = v.summary()
+    if v.verdict != LEAK:
+        return []
+    first = min(n for n in alive if n > 0)
+    finding = leak_finding(main.pid, TREE_USS, v, project_oom(TREE_USS, v, record.limits))
+    more = (
+        f" {alive[-1]} processes beside the main one are alive at the end, {first} when the "
+        "first one started: processes are started and never ended, each keeping its memory."
+    )
+    return [replace(finding, explanation=finding.explanation + more)]
