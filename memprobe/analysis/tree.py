@@ -71,10 +71,11 @@ def tree_series(record: RunRecord) -> Optional[Tuple[Process, Series, List[int]]
 def tree_verdict(
     record: RunRecord, axis: str, options: DetectOptions, n_tests: int
 ) -> Optional[Tuple[Process, SignalVerdict, List[int]]]:
-    """The tree's memory judged on the main process' axis, where processes accumulate: as
-    for memory that grows beside a growing count (run.judge_process), half the clearance
-    over its noise band, for the processes accumulating are what grows (a stage's new
-    workers come as a step of the staircase)."""
+    """The tree's memory judged on the main process' axis, where processes accumulate.
+    The processes accumulating are the evidence that something is kept, as a growing count
+    is for memory beside it (run.judge_process); here the memory need not rise clear of a
+    noise band at all, for each stage's workers come as one step of a staircase (its
+    residuals are the steps): it must grow, significantly and above the floor."""
     found = tree_series(record)
     if found is None:
         return None
@@ -84,7 +85,7 @@ def tree_verdict(
         prep.x,
         prep.y,
         "bytes",
-        replace(options, min_rise_over_band=options.min_rise_over_band / 2),
+        replace(options, min_rise_over_band=0.0),
         axis=prep.axis,
         t=prep.t,
         signal=TREE_USS,
