@@ -88,6 +88,10 @@ def test_a_fixed_pool_and_workers_forked_again_every_epoch_are_no_leak_of_proces
         climbing = [v + 3 * MiB * i for i, v in enumerate(uss.value)]
         p.series["uss_bytes"] = Series(step=uss.step, t=uss.t, value=climbing)
     epochs = _run([(e * 3.2 + 0.2, e * 3.2 + 3.0) for e in range(5) for _ in range(2)], 60 * MiB)
-    # THEN neither keeps more processes alive: no verdict on the tree, no leak
+    # AND 2 workers and spawn's resource tracker starting 0.1 s apart (a DataLoader's
+    # start: the first sample after it sees one process, the next ones three)
+    staggered = _run([(0.5, 16.5), (0.62, 16.5), (0.7, 16.5)], 60 * MiB)
+    # THEN none keeps more processes alive: no verdict on the tree, no leak
     assert tree_series(fixed) is None and tree_series(epochs) is None
+    assert tree_series(staggered) is None
     assert analyze(epochs).verdict != "leak"

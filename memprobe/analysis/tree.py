@@ -7,7 +7,8 @@ process' own climb unclear (wild_ac/leak_progressive_resize_loaders). Here the t
 memory is the USS of every process alive at each of the main process' samples (the last
 read of each at or before it: USS counts only a process' own pages, so no page is counted
 twice), judged like any memory series, and only where processes accumulate: more alive at
-the end than at any time after the first worker started, by ``MIN_MORE`` or more. Workers
+the end, by ``MIN_MORE`` or more, than in the first quarter of the time since the first
+one started (a pool starting up). Workers
 forked again every epoch, a pool of fixed size, or one that copies its parent's pages come
 and go or stay as many: not a leak of processes, whatever their memory does.
 """
@@ -26,7 +27,8 @@ from memprobe.analysis.series import TREE_USS, prepare
 from memprobe.analysis.verdict import LEAK, SignalVerdict
 from memprobe.record import Finding, Process, RunRecord, Series, Signals
 
-MIN_MORE = 2  # more processes alive at the end than ever after the first one started
+MIN_MORE = 2  # more processes alive at the end than early on (``_accumulate``)
+SETTLE = 0.25  # of the time from the first process' start to the end: its start-up
 END_SLACK_S = 1.0  # a process counts as alive this long after its last sample
 
 
@@ -62,10 +64,22 @@ def tree_series(record: RunRecord) -> Optional[Tuple[Process, Series, List[int]]
             others += p.pid != main.pid
         values.append(total)
         alive.append(others)
-    started = [n for n in alive if n > 0]
-    if not started or alive[-1] - min(started) < MIN_MORE or alive[-1] < max(alive):
+    if not _accumulate(list(grid.t), alive):
         return None
     return main, Series(step=list(grid.step), t=list(grid.t), value=values), alive
+
+
+def _accumulate(t: List[float], alive: List[int]) -> bool:
+    """More processes alive at the end, by ``MIN_MORE``, than at any sample of the first
+    ``SETTLE`` of the time since the first one started: a pool's workers start a few
+    milliseconds apart, and a start method's helper process (spawn's resource tracker)
+    comes with them; none of them is a process kept from an earlier stage."""
+    first = next((i for i, n in enumerate(alive) if n > 0), None)
+    if first is None or alive[-1] < max(alive):
+        return False
+    settled = t[first] + SETTLE * (t[-1] - t[first])
+    early = max(n for ti, n in zip(t, alive) if t[first] <= ti <= settled)
+    return alive[-1] - early >= MIN_MORE
 
 
 def tree_verdict(
