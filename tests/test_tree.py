@@ -3,14 +3,15 @@ persistent workers kept by a cache, each worker flat, the tree growing."""
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from dataclasses import replace
+from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
 from memprobe.analysis import analyze
 from memprobe.analysis.finalize import finalize
 from memprobe.analysis.tree import tree_series
-from memprobe.record import ExitInfo, Limits, Process, RunRecord, Series
+from memprobe.record import CensusEntry, ExitInfo, Limits, Process, RunRecord, Series
 
 MiB = 2**20
 
@@ -95,3 +96,38 @@ def test_a_fixed_pool_and_workers_forked_again_every_epoch_are_no_leak_of_proces
     assert tree_series(fixed) is None and tree_series(epochs) is None
     assert tree_series(staggered) is None
     assert analyze(epochs).verdict != "leak"
+
+
+def test_the_trees_finding_keeps_its_own_words_beside_a_process_culprit() -> None:
+    # GIVEN the run above with the main process' memory and Python heap also growing (the
+    # DataLoaders the cache keeps: a census sees `cell` objects grow), as a real run had it
+    stages = [0.5, 3.5, 6.5, 9.5, 12.5]
+    record = _run([(s, 16.5) for s in stages for _ in range(2)], 60 * MiB)
+    main = record.processes[0]
+    n = len(main.series["rss_bytes"].t)
+    blocks = Series(
+        step=list(main.series["rss_bytes"].step),
+        t=list(main.series["rss_bytes"].t),
+        value=[1e6 + 470.0 * i for i in range(n)],
+    )
+    main.series["py_alloc_blocks"] = blocks
+    rss = main.series["rss_bytes"]
+    rising = [v + 0.8 * MiB * i for i, v in enumerate(rss.value)]  # the main process' own
+    main.series["rss_bytes"] = Series(step=rss.step, t=rss.t, value=rising)
+    census: List[CensusEntry] = []
+    for step, cells in [(5, 1000), (25, 1010), (100, 1030), (190, 1050)]:
+        grown: List[Any] = [{"type": "cell", "count": cells, "delta": 10}] if step > 5 else []
+        census.append(
+            {
+                "step": step,
+                "t": step * 0.08,
+                "types": {"cell": {"count": cells}},
+                "growing_types": grown,
+            }
+        )
+    record = replace(record, processes=[replace(main, census=census), *record.processes[1:]])
+    done = finalize(record)
+    # THEN the tree's finding is not merged into the process' culprit: its fix is its own
+    tree = [f for f in done.findings if f.signal == "tree:uss_bytes"]
+    assert len(tree) == 1 and tree[0].fix_hint is not None
+    assert "persistent_workers" in tree[0].fix_hint and tree[0].culprit is None

@@ -57,6 +57,8 @@ def group_findings(
     process, the handle on memory outside Python's objects that grew (``native.py``)."""
     seen = set(looked)
     leaks = [f for f in findings if f.kind == "leak" and f.verdict == "leak"]
+    tree = [_merge([f], True) for f in leaks if f.signal == TREE_USS]  # its own (tree.py)
+    leaks = [f for f in leaks if f.signal != TREE_USS]
     rest = [f for f in findings if not (f.kind == "leak" and f.verdict == "leak")]
     by_pid: Dict[Optional[int], List[Finding]] = {}
     for f in leaks:
@@ -105,7 +107,7 @@ def group_findings(
         if loose:
             native = not groups and pid in seen
             out.append(_merge(loose, not groups, native=native, handle=handle))
-    return out + rest
+    return out + tree + rest
 
 
 # the pattern that explains the others best first: models hold tensors, figures and
@@ -263,9 +265,7 @@ def _handle_text(handle: Handle, after_outside: bool = True) -> str:
 def _outside_python(members: List[Finding]) -> bool:
     """The process' only leak is memory alone: no member counts objects, containers or
     Python's heap blocks, and none names a type."""
-    return all(
-        family_of(f.signal) == "memory" and not f.culprit and f.signal != TREE_USS for f in members
-    )
+    return all(family_of(f.signal) == "memory" and not f.culprit for f in members)
 
 
 def _lead(members: List[Finding]) -> Finding:
