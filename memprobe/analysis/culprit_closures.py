@@ -18,7 +18,7 @@ from typing import Optional
 
 from memprobe.analysis.census import Profile
 from memprobe.analysis.chains import longest
-from memprobe.analysis.culprit_make import Culprit, classes_text, held_by, make_culprit
+from memprobe.analysis.culprit_make import Culprit, classes_after, held_by, make_culprit
 from memprobe.analysis.hints import (
     HINT_CHAIN,
     HINT_CLOSURE_CHAIN,
@@ -53,8 +53,7 @@ def with_closure_chain(c: Optional[Culprit], prof: Profile) -> Optional[Culprit]
     else:
         tail = f"`{name}` closures, each keeping the one before it (through `{via}`) and "
         tail += "all it closes over."
-    on = f" ({classes_text(owners)})" if owners else ""
-    said = f"`{holder}`{on} heads a chain of {links:,} {tail}"
+    said = f"`{holder}`{classes_after(owners)} heads a chain of {links:,} {tail}"
     hint = {"generator": HINT_GENERATOR_CHAIN, "object": HINT_CHAIN}.get(kind, HINT_CLOSURE_CHAIN)
     if name == "traceback":  # one exception raised again and again (chains.tracebacks)
         hint = HINT_TRACEBACK_CHAIN

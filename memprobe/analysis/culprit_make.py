@@ -49,6 +49,12 @@ def classes_text(owners: List[str]) -> str:
     return " › ".join(f"`{o}`" for o in owners)
 
 
+def classes_after(owners: List[str]) -> str:
+    """ " (`RolloutBuffer.logp`)" after a holder that is not a container's (a graph holder,
+    a chain's head); "" for none."""
+    return f" ({classes_text(owners)})" if owners else ""
+
+
 def make_culprit(
     prof: Profile,
     type_name: Optional[str],

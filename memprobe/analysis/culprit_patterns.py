@@ -13,6 +13,7 @@ from memprobe.analysis.chains import longest
 from memprobe.analysis.culprit_make import (
     TENSOR,
     Culprit,
+    classes_after,
     classes_text,
     evidence_of,
     make_culprit,
@@ -342,7 +343,6 @@ def _of_type(prof: Profile, name: str) -> Optional[Culprit]:
     if chain is not None:
         holder, links, _, via, _, owners = chain
         link = f" linked by `.{via}`" if via else ""
-        on = f" ({classes_text(owners)})" if owners else ""
         return make_culprit(
             prof,
             name,
@@ -351,7 +351,7 @@ def _of_type(prof: Profile, name: str) -> Optional[Culprit]:
             "chain",
             HINT_TRACEBACK_CHAIN if name == "traceback" else HINT_CHAIN,
             f"{fmt_count(rate)} more live `{name}` objects per {prof.per}, each keeping the "
-            f"one before it: `{holder}`{on} heads a chain of {links:,}{link}.",
+            f"one before it: `{holder}`{classes_after(owners)} heads a chain of {links:,}{link}.",
             evidence_of(per_step=rate, chain_links=links, holder_types=owners or None),
             None,
         )

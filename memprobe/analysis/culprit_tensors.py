@@ -11,7 +11,7 @@ from memprobe.analysis.census_groups import filled_in_turn
 from memprobe.analysis.culprit_make import (
     TENSOR,
     Culprit,
-    classes_text,
+    classes_after,
     evidence_of,
     make_culprit,
 )
@@ -154,7 +154,7 @@ def graph_culprit(prof: Profile) -> Optional[Culprit]:
             graph_root=node,
         )
         types = prof.holder_types(holder) if holder else []
-        who = f"`{holder}`{_classes(types)}" if holder else "a tensor"
+        who = f"`{holder}`{classes_after(types)}" if holder else "a tensor"
         if types:
             ev["holder_types"] = types
         # a sum at the root (`total += loss`, a running mean): numbers or detached inputs;
@@ -275,7 +275,7 @@ def _carried(prof: Profile, top: Dict[str, Any], others: List[Dict[str, Any]]) -
         True,
         "graph carried across steps",
         HINT_CARRIED if accumulating else HINT_DETACH,
-        f"`{holder}`{_classes(types)}{also} is carried across steps without being "
+        f"`{holder}`{classes_after(types)}{also} is carried across steps without being "
         "detached: the autograd "
         f"graph of every earlier step stays attached to it{size}.",
         ev,
@@ -317,8 +317,3 @@ def tensors_culprit(prof: Profile) -> Optional[Culprit]:
         ev,
         box,
     )
-
-
-def _classes(types: List[str]) -> str:
-    """ " (`RolloutBuffer.logp`)" after a graph holder."""
-    return f" ({classes_text(types)})" if types else ""

@@ -37,13 +37,15 @@ def _span(p: Process) -> Tuple[float, float]:
     return min(t[0] for t in ts), max(t[-1] for t in ts)
 
 
-def tree_series(record: RunRecord) -> Optional[Tuple[Process, Series, List[int]]]:
-    """(the main process, the tree's USS on its sample times, live others at each) when
+def main_process(record: RunRecord) -> Optional[Process]:
+    return next((p for p in record.processes if p.role == "main"), None)
+
+
+def tree_series(record: RunRecord, main: Process) -> Optional[Tuple[Series, List[int]]]:
+    """(the tree's USS on the main process' sample times, live others at each) when
     processes accumulate; None otherwise."""
-    mains = [p for p in record.processes if p.role == "main"]
-    if not mains or len(record.processes) < 3:
+    if len(record.processes) < 3:
         return None
-    main = mains[0]
     grid = main.series.get("rss_bytes")
     reads = [
         (p, p.series["uss_bytes"], *_span(p))
@@ -66,7 +68,7 @@ def tree_series(record: RunRecord) -> Optional[Tuple[Process, Series, List[int]]
         alive.append(others)
     if not _accumulate(list(grid.t), alive):
         return None
-    return main, Series(step=list(grid.step), t=list(grid.t), value=values), alive
+    return Series(step=list(grid.step), t=list(grid.t), value=values), alive
 
 
 def _accumulate(t: List[float], alive: List[int]) -> bool:
@@ -83,17 +85,17 @@ def _accumulate(t: List[float], alive: List[int]) -> bool:
 
 
 def tree_verdict(
-    record: RunRecord, axis: str, options: DetectOptions, n_tests: int
-) -> Optional[Tuple[Process, SignalVerdict, List[int]]]:
+    record: RunRecord, main: Process, axis: str, options: DetectOptions, n_tests: int
+) -> Optional[Tuple[SignalVerdict, List[int]]]:
     """The tree's memory judged on the main process' axis, where processes accumulate.
     The processes accumulating are the evidence that something is kept, as a growing count
     is for memory beside it (run.judge_process); here the memory need not rise clear of a
     noise band at all, for each stage's workers come as one step of a staircase (its
     residuals are the steps): it must grow, significantly and above the floor."""
-    found = tree_series(record)
+    found = tree_series(record, main)
     if found is None:
         return None
-    main, series, alive = found
+    series, alive = found
     prep = prepare(series, axis)
     v = judge_series(
         prep.x,
@@ -106,7 +108,7 @@ def tree_verdict(
         n_tests=n_tests,
         ended=main.ended is not None,
     )
-    return main, v, alive
+    return v, alive
 
 
 def add_tree(
@@ -120,11 +122,11 @@ def add_tree(
     """The tree's verdict, judged on the main process' axis (``axis_of`` it), added to the
     run's ``verdicts`` and ``signals`` (as the main process' ``tree:uss_bytes``), and its
     finding when it leaks."""
-    mains = [p for p in record.processes if p.role == "main"]
-    found = tree_verdict(record, axis_of(mains[0]), options, n_tests) if mains else None
-    if found is None:
+    main = main_process(record)
+    found = tree_verdict(record, main, axis_of(main), options, n_tests) if main else None
+    if main is None or found is None:
         return []
-    main, v, alive = found
+    v, alive = found
     verdicts[(main.pid, TREE_USS)] = v
     signals.setdefault(str(main.pid), {})[TREE_USS] = v.summary()
     if v.verdict != LEAK:

@@ -185,10 +185,10 @@ def _find_matching(
                 except Exception:  # noqa: BLE001
                     hit = False
                 if hit:
-                    holder = found_at(label, origin, steps_of(path), None)["holder"]
-                    out.append((holder, value))
+                    r = found_at(label, origin, steps_of(path), None, owners_of(path))
+                    out.append((r["holder"], value))
                     if owners is not None:
-                        owners[holder] = owners_of(path)
+                        owners[r["holder"]] = r.get("owners", [])
                     if len(out) >= limit:
                         return out
                 elif d < depth - 1 and _looked_into(value):
