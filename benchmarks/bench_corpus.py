@@ -364,11 +364,7 @@ def replay(record_path: Path, n_cuts: int = N_CUTS) -> Replay:
         except Exception as e:  # analysis failing on a partial record is worth reporting
             cuts.append((t, "error"))
             errors.append(f"analyze() at t={t:.1f}s: {type(e).__name__}: {e}")
-    first: Optional[float] = None
-    for t, v in reversed(cuts):
-        if v != "leak":
-            break
-        first = t
+    first = _leak_from(cuts)
     main = _main_process(record)
     step = _step_at(main, first) if first is not None and main is not None else None
     ever = any(v == "leak" for _, v in cuts) or record.verdict == "leak"
@@ -378,12 +374,19 @@ def replay(record_path: Path, n_cuts: int = N_CUTS) -> Replay:
     except Exception as e:
         errors.append(f"live replay: {type(e).__name__}: {e}")
         rp.error = "; ".join(errors[:3])
-    for t, v in reversed(rp.shown):
-        if v != "leak":
-            break
-        rp.shown_leak_t = t
+    rp.shown_leak_t = _leak_from(rp.shown)
     rp.ever_shown = any(v == "leak" for _, v in rp.shown)
     return rp
+
+
+def _leak_from(seq: List[Tuple[float, str]]) -> Optional[float]:
+    """The earliest time from which every later verdict of ``seq`` is leak; None if none."""
+    first: Optional[float] = None
+    for t, v in reversed(seq):
+        if v != "leak":
+            break
+        first = t
+    return first
 
 
 def shown_replay(record: RunRecord, t_start: float, t_end: float) -> List[Tuple[float, str]]:
